@@ -1,0 +1,1 @@
+"""Datasets and corpus preparation for fairseq_ctx."""

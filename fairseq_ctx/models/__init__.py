@@ -1,0 +1,1 @@
+"""Architectures registered by fairseq_ctx (one module each)."""

@@ -1,0 +1,1 @@
+"""Layers and attention modules used by the fairseq_ctx architectures."""

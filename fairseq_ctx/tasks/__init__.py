@@ -1,0 +1,1 @@
+"""Tasks registered by fairseq_ctx."""

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install fairseq_ctx and everything it needs into the active Python (3.11).
+# Use a virtual environment first if you want isolation:
+#   python3 -m venv .venv && . .venv/bin/activate && bash scripts/install.sh
+#
+# Why this is not a plain `pip install -e .`:
+# - torch is pinned to 2.13.0: on this kind of machine pip finds the CPU wheel
+#   on disk; any looser requirement pulls a multi-GB CUDA build.
+# - fairseq 0.12.2 does not import on Python 3.11; `fairseq-fixed` (fairseq
+#   main) does, but its build requirement `torch>=1.10` pulls CUDA torch under
+#   build isolation, and its `torchaudio` requirement installs a wheel that
+#   cannot import. So it is built against the installed torch with
+#   --no-build-isolation --no-deps and its real needs are listed here.
+# On a GPU machine, install the CUDA torch you want first and set
+# FAIRSEQ_CTX_TORCH=skip to keep it.
+set -euo pipefail
+PY=${PYTHON:-python3}
+cd "$(dirname "$0")/.."
+
+pip_install() { "$PY" -m pip install --disable-pip-version-check "$@"; }
+
+if [ "${FAIRSEQ_CTX_TORCH:-}" != "skip" ]; then
+  pip_install "torch==2.13.0"
+fi
+pip_install "numpy<2.3" "cython>=0.29" "setuptools>=68" wheel
+pip_install "hydra-core==1.3.2" "omegaconf==2.3.0" regex tqdm bitarray cffi \
+  scikit-learn packaging "sacrebleu>=2.3" sentencepiece subword-nmt sacremoses \
+  matplotlib pytest
+if ! "$PY" -c "import fairseq" 2>/dev/null; then
+  pip_install --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
+fi
+pip_install --no-build-isolation --no-deps -e .
+"$PY" -c "import fairseq, fairseq_ctx, torch; print('fairseq', fairseq.__version__, '| torch', torch.__version__, '| fairseq_ctx', fairseq_ctx.__version__)"

@@ -1,0 +1,30 @@
+"""fairseq_ctx: context-enhanced Transformer architectures as a fairseq plugin.
+
+fairseq itself is deliberately not listed: the PyPI `fairseq-fixed` package
+(fairseq main, importable on Python 3.11) declares a `torchaudio` requirement
+whose wheel cannot import on CPU-only machines, and torch must be pinned by the
+user (CPU wheel here, their own CUDA build on a GPU cluster). Use
+`bash scripts/install.sh`, which installs both correctly.
+"""
+from setuptools import find_packages, setup
+
+setup(
+    name="fairseq_ctx",
+    version="0.1.0",
+    description="Context-aware Transformer architectures and a document-context task for fairseq",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.9",
+    packages=find_packages(include=["fairseq_ctx", "fairseq_ctx.*"]),
+    install_requires=[
+        "numpy",
+        "hydra-core==1.3.2",
+        "omegaconf==2.3.0",
+        "sacrebleu>=2.3",
+        "sentencepiece",
+        "subword-nmt",
+        "sacremoses",
+    ],
+    extras_require={"plot": ["matplotlib"], "test": ["pytest"]},
+    license="MIT",
+)

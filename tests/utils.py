@@ -1,0 +1,149 @@
+"""Test helpers in the style of fairseq's ``tests/utils.py`` (not shipped in
+fairseq's wheel, so written here): make tiny parallel data, binarize it, train
+a tiny model a few updates on CPU, then generate, interactive and validate.
+
+Every step runs the real command-line entry point in a fresh process, exactly
+as a user would, so the tests also cover ``--user-dir`` loading and the
+weights-only checkpoint loading of a new interpreter.
+"""
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+USER_DIR = str(REPO / "fairseq_ctx")
+
+# Small enough that two updates take about a second on one CPU core.
+TINY_MODEL_FLAGS = [
+    "--encoder-layers", "2", "--decoder-layers", "2",
+    "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
+    "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
+    "--encoder-attention-heads", "2", "--decoder-attention-heads", "2",
+]
+
+_VOCAB = [f"w{i}" for i in range(24)]
+
+
+def make_parallel_data(data_dir, num_train=200, num_valid=24, num_test=24, seed=1,
+                       min_len=3, max_len=12, docs_every=6):
+    """Write ``{train,valid,test}.{src,tgt}`` and ``.docids`` of a toy
+    translation task: the target is the source with every word mapped to an
+    uppercase twin (learnable in a few hundred updates). Documents are runs of
+    ``docs_every`` consecutive lines. Returns the directory."""
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    for split, n in (("train", num_train), ("valid", num_valid), ("test", num_test)):
+        with open(data_dir / f"{split}.src", "w") as fs, open(data_dir / f"{split}.tgt", "w") as ft, \
+                open(data_dir / f"{split}.docids", "w") as fd:
+            for i in range(n):
+                words = [rng.choice(_VOCAB) for _ in range(rng.randint(min_len, max_len))]
+                fs.write(" ".join(words) + "\n")
+                ft.write(" ".join(w.upper() for w in words) + "\n")
+                fd.write(f"{split}-doc{i // docs_every}\n")
+    return data_dir
+
+
+def run_cli(module, args, cwd=None, check=True, env=None, timeout=600, input=None):
+    """Run ``python -m <module> <args>`` and return the CompletedProcess.
+    On failure, raise with the command's output so a test shows why."""
+    cmd = [sys.executable, "-m", module] + [str(a) for a in args]
+    full_env = dict(os.environ)
+    full_env.setdefault("OMP_NUM_THREADS", "1")
+    full_env.update(env or {})
+    proc = subprocess.run(cmd, cwd=cwd or REPO, env=full_env, capture_output=True, text=True,
+                          timeout=timeout, input=input)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"command failed ({proc.returncode}): {' '.join(cmd)}\n"
+            f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
+        )
+    return proc
+
+
+def preprocess(data_dir, dest_dir, src="src", tgt="tgt", extra=()):
+    """Binarize ``data_dir/{split}.{src,tgt}`` with a joined dictionary and copy
+    the ``.docids`` files beside the binarized data as ``{split}.{src}-{tgt}.docids``."""
+    data_dir, dest_dir = Path(data_dir), Path(dest_dir)
+    run_cli("fairseq_cli.preprocess", [
+        "--source-lang", src, "--target-lang", tgt,
+        "--trainpref", data_dir / "train", "--validpref", data_dir / "valid",
+        "--testpref", data_dir / "test", "--destdir", dest_dir,
+        "--joined-dictionary", "--workers", "1", *extra,
+    ])
+    for split in ("train", "valid", "test"):
+        docids = data_dir / f"{split}.docids"
+        if docids.exists():
+            (dest_dir / f"{split}.{src}-{tgt}.docids").write_text(docids.read_text())
+    return dest_dir
+
+
+def train(data_bin, save_dir, arch="transformer", extra=(), max_update=4, model_flags=TINY_MODEL_FLAGS,
+          task_flags=(), check=True, user_dir=USER_DIR, cwd=None):
+    """Train ``arch`` for ``max_update`` updates on CPU with fairseq-train."""
+    args = [
+        data_bin, "--user-dir", user_dir, "--arch", arch, *model_flags, *task_flags,
+        "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
+        "--warmup-updates", "10", "--criterion", "label_smoothed_cross_entropy",
+        "--label-smoothing", "0.1", "--max-tokens", "500", "--max-update", max_update,
+        "--save-dir", save_dir, "--no-progress-bar", "--log-interval", "1",
+        "--num-workers", "0", "--seed", "1", "--cpu", "--no-epoch-checkpoints",
+        "--required-batch-size-multiple", "1", *extra,
+    ]
+    return run_cli("fairseq_cli.train", args, check=check, cwd=cwd)
+
+
+def parse_generate(stdout):
+    """Parse fairseq-generate output into ``{id: (hypothesis, score)}`` and the
+    ``{id: source}`` map, so tests can check that no sentence was dropped."""
+    hyps, srcs = {}, {}
+    for line in stdout.splitlines():
+        m = re.match(r"^H-(\d+)\t(\S+)\t(.*)$", line)
+        if m:
+            hyps[int(m.group(1))] = (m.group(3), float(m.group(2)))
+        m = re.match(r"^S-(\d+)\t(.*)$", line)
+        if m:
+            srcs[int(m.group(1))] = m.group(2)
+    return hyps, srcs
+
+
+def generate(data_bin, checkpoint, extra=(), subset="test", beam=2, task_flags=(), user_dir=USER_DIR,
+             check=True):
+    """Decode ``subset`` with beam search; returns (hyps, srcs, CompletedProcess)."""
+    proc = run_cli("fairseq_cli.generate", [
+        data_bin, "--user-dir", user_dir, "--path", checkpoint, "--gen-subset", subset,
+        "--beam", beam, "--max-len-b", "20", "--batch-size", "8", "--cpu",
+        "--required-batch-size-multiple", "1", *task_flags, *extra,
+    ], check=check)
+    hyps, srcs = parse_generate(proc.stdout)
+    return hyps, srcs, proc
+
+
+def interactive(data_bin, checkpoint, lines, extra=(), beam=2, task_flags=(), user_dir=USER_DIR):
+    """Translate ``lines`` through fairseq-interactive; returns the list of
+    hypotheses in input order."""
+    proc = run_cli("fairseq_cli.interactive", [
+        data_bin, "--user-dir", user_dir, "--path", checkpoint, "--beam", beam,
+        "--max-len-b", "20", "--cpu", "--buffer-size", "4", "--batch-size", "4",
+        *task_flags, *extra,
+    ], input="\n".join(lines) + "\n")
+    hyps = {}
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^H-(\d+)\t(\S+)\t(.*)$", line)
+        if m:
+            hyps[int(m.group(1))] = m.group(3)
+    return [hyps[i] for i in sorted(hyps)], proc
+
+
+def validate(data_bin, checkpoint, subset="valid", extra=(), task_flags=(), user_dir=USER_DIR):
+    """Run fairseq-validate; returns the reported loss."""
+    proc = run_cli("fairseq_cli.validate", [
+        data_bin, "--user-dir", user_dir, "--path", checkpoint, "--valid-subset", subset,
+        "--max-tokens", "500", "--cpu", *task_flags, *extra,
+    ])
+    m = re.search(r"\| loss ([0-9.naif-]+)", proc.stdout + proc.stderr)
+    assert m, f"no loss in fairseq-validate output:\n{proc.stdout}\n{proc.stderr}"
+    return float(m.group(1)), proc
