@@ -1,1 +1,2 @@
 """Architectures registered by fairseq_ctx (one module each)."""
+from . import transformer_ctxsan  # noqa: F401

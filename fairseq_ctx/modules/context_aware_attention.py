@@ -1,0 +1,334 @@
+"""Context-aware self-attention (Yang et al., AAAI 2019, "Context-Aware
+Self-Attention Networks", Eqs. 5-10).
+
+The queries and keys of a self-attention layer are mixed with a projection of
+a context vector C through sigmoid gates (Eq. 5, 6)::
+
+    [Q^; K^] = (1 - [lQ; lK]) * [Q; K] + [lQ; lK] * (C [U_Q; U_K])
+    [lQ; lK] = sigmoid([Q; K] [V^H_Q; V^H_K] + C [U_Q; U_K] [V^C_Q; V^C_K])
+
+Context types of layer ``l`` (1-based), built from the layer inputs
+``H^1 .. H^l`` of the same stack (see :class:`ContextHistory`):
+
+* ``global`` (Eq. 8): the mean of ``H^l``; ``d_c = d``.
+* ``deep-global`` (Eq. 10): the means of ``H^1 .. H^l`` concatenated; ``d_c = l*d``.
+* ``deep`` (Eq. 9): the states ``H^1 .. H^{l-1}`` concatenated position-wise;
+  ``d_c = (l-1)*d`` (no deep context in layer 1).
+* ``deep-global+deep``: "by simply summing them": ``C U = C_dg U_dg + C_d U_d``,
+  one gate on the sum.
+
+Reading of the paper where it is ambiguous (see ``shared/papers/README.md``):
+
+* ``U_Q``, ``U_K`` are ``d_c x d``; they are stored as one ``d_c x 2d`` matrix
+  per context type so ``C [U_Q U_K]`` is one matmul. A global context is one
+  vector per sentence, so it is projected once per sentence and broadcast.
+* The gate is one scalar per position over the full query (Eq. 6 as printed,
+  not the per-head variant of the released code). ``V^C`` multiplies ``C U``,
+  so it is ``d x 1`` (the paper's ``d_c x 1`` is a typo). No gate bias (Eq. 6
+  has none).
+* Global means ignore padding; on the decoder side the global context is the
+  causal prefix mean (footnote 2), so each position has its own context.
+
+Gate values can be read out for analysis: set ``keep_gates = True`` and the
+last forward leaves ``last_gates = {"q": T x B, "k": T x B}`` (only the
+contextualised ones) on the module.
+"""
+from typing import Dict, List, Optional
+
+import torch
+import torch.nn.functional as F
+from fairseq.incremental_decoding_utils import with_incremental_state
+from torch import Tensor, nn
+
+CONTEXT_TYPES = ("global", "deep", "deep-global", "deep-global+deep")
+CONTEXTUALIZE = ("query", "key", "both")
+
+
+def context_parts(context: str) -> List[str]:
+    """The context vectors that are summed for ``context`` (one of CONTEXT_TYPES)."""
+    if context == "deep-global+deep":
+        return ["deep-global", "deep"]
+    return [context]
+
+
+def context_dim(part: str, layer: int, embed_dim: int) -> int:
+    """``d_c`` of context ``part`` at 1-based ``layer`` (0 means: none there)."""
+    if part == "global":
+        return embed_dim
+    if part == "deep-global":
+        return layer * embed_dim
+    if part == "deep":
+        return (layer - 1) * embed_dim
+    raise ValueError(f"unknown context part {part!r}")
+
+
+class ContextHistory(object):
+    """The layer inputs ``H^1 .. H^l`` of one stack, and their means.
+
+    ``push(x)`` is called with the input of each layer before the layer runs,
+    so layer ``l`` sees ``l`` entries. ``states`` keeps the ``T x B x C``
+    inputs (deep context, Eq. 9), ``means`` their non-padding means (Eq. 8):
+
+    * encoder (``causal=False``): the sentence mean, ``1 x B x C`` (broadcasts
+      over positions);
+    * decoder (``causal=True``): the prefix mean up to each position,
+      ``T x B x C``. In incremental decoding ``prev_sums`` holds the running
+      sums of the earlier steps (``sum{k}``: ``B x C``, ``count``: ``B x 1``),
+      so a step costs the same whatever the prefix length; ``new_sums`` holds
+      the sums to store for the next step.
+    """
+
+    def __init__(self, padding_mask: Optional[Tensor], need_states: bool, need_means: bool,
+                 causal: bool = False, prev_sums: Optional[Dict[str, Optional[Tensor]]] = None,
+                 incremental: bool = False):
+        self.need_states = need_states
+        self.need_means = need_means
+        self.causal = causal
+        self.incremental = incremental
+        self.prev_sums = prev_sums
+        self.new_sums: Dict[str, Optional[Tensor]] = {}
+        self.states: List[Tensor] = []
+        self.means: List[Tensor] = []
+        self._weights: Optional[Tensor] = None  # T x B x 1: 1 at real tokens
+        self._denom: Optional[Tensor] = None  # (1 or T) x B x 1
+        self.padding_mask = padding_mask  # B x T, True at padding, or None
+
+    def _setup(self, x: Tensor):
+        T, B = x.size(0), x.size(1)
+        if self.padding_mask is not None:
+            self._weights = (~self.padding_mask).t().unsqueeze(-1).to(x.dtype)
+        if not self.causal:
+            if self._weights is None:
+                self._denom = x.new_full((1, B, 1), float(T))
+            else:
+                self._denom = self._weights.sum(0, keepdim=True).clamp(min=1.0)
+        elif self.incremental:
+            count = self._weights.sum(0) if self._weights is not None else x.new_full((B, 1), float(T))
+            if self.prev_sums is not None and self.prev_sums.get("count") is not None:
+                count = self.prev_sums["count"] + count
+            self.new_sums["count"] = count
+            self._denom = count.clamp(min=1.0).unsqueeze(0)
+        else:
+            if self._weights is None:
+                self._denom = torch.arange(1, T + 1, device=x.device, dtype=x.dtype).view(T, 1, 1)
+            else:
+                self._denom = self._weights.cumsum(0).clamp(min=1.0)
+
+    def push(self, x: Tensor):
+        """Record ``x`` (``T x B x C``) as the input of the next layer."""
+        if self.need_states:
+            self.states.append(x)
+        if not self.need_means:
+            return
+        if self._denom is None:
+            self._setup(x)
+        xw = x if self._weights is None else x * self._weights
+        if not self.causal:
+            self.means.append(xw.sum(0, keepdim=True) / self._denom)
+        elif self.incremental:
+            # one step at a time (T == 1): add to the running sum of this level
+            key = f"sum{len(self.means)}"
+            s = xw.sum(0)
+            if self.prev_sums is not None and self.prev_sums.get(key) is not None:
+                s = self.prev_sums[key] + s
+            self.new_sums[key] = s
+            self.means.append(s.unsqueeze(0) / self._denom)
+        else:
+            self.means.append(xw.cumsum(0) / self._denom)
+
+
+@with_incremental_state
+class ContextAwareSelfAttention(nn.Module):
+    """Multi-head self-attention with context-aware queries and keys (Eq. 5-7).
+
+    Args:
+        embed_dim (int): model dimension ``d``
+        num_heads (int): attention heads
+        layer (int): 1-based index of the layer in its stack (sets ``d_c``)
+        context (str): one of ``global``, ``deep``, ``deep-global``,
+            ``deep-global+deep``
+        contextualize (str): ``query``, ``key`` or ``both`` (Table 3)
+        dropout (float): attention dropout
+        causal (bool): decoder self-attention (causal mask, incremental state)
+
+    Same base parameters as fairseq's ``MultiheadAttention`` (Q, K, V in one
+    fused ``d x 3d`` projection, output projection ``d x d``), plus per context
+    part a ``d_c x (n*d)`` projection (``n`` = number of contextualised of
+    Q, K) and the gates ``V^H``, ``V^C`` (``n x d`` each).
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, layer: int, context: str = "deep-global+deep",
+                 contextualize: str = "both", dropout: float = 0.0, causal: bool = False):
+        super().__init__()
+        if embed_dim % num_heads != 0:
+            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        if context not in CONTEXT_TYPES:
+            raise ValueError(f"--ctxsan-context must be one of {CONTEXT_TYPES}, got {context!r}")
+        if contextualize not in CONTEXTUALIZE:
+            raise ValueError(f"--ctxsan-contextualize must be one of {CONTEXTUALIZE}, got {contextualize!r}")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.layer = layer
+        self.context = context
+        self.contextualize = contextualize
+        self.dropout = dropout
+        self.causal = causal
+        # which of Q (slot 0) and K (slot 1) are contextualised
+        self.slots = {"query": [0], "key": [1], "both": [0, 1]}[contextualize]
+        n = len(self.slots)
+
+        self.in_proj = nn.Linear(embed_dim, 3 * embed_dim)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+
+        # context projections [U_Q U_K], one per summed context part with d_c > 0
+        self.parts = [p for p in context_parts(context) if context_dim(p, layer, embed_dim) > 0]
+        self.ctx_proj = nn.ModuleDict({
+            p.replace("-", "_"): nn.Linear(context_dim(p, layer, embed_dim), n * embed_dim, bias=False)
+            for p in self.parts
+        })
+        if self.parts:
+            self.gate_h = nn.Parameter(torch.empty(n, embed_dim))  # V^H_Q, V^H_K
+            self.gate_c = nn.Parameter(torch.empty(n, embed_dim))  # V^C_Q, V^C_K
+        else:
+            self.register_parameter("gate_h", None)
+            self.register_parameter("gate_c", None)
+        self.keep_gates = False
+        self.last_gates: Dict[str, Tensor] = {}
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # mirrors fairseq MultiheadAttention.reset_parameters (scaled init of Q, K, V)
+        for i in range(3):
+            nn.init.xavier_uniform_(self.in_proj.weight[i * self.embed_dim:(i + 1) * self.embed_dim],
+                                    gain=1 / 2 ** 0.5)
+        nn.init.zeros_(self.in_proj.bias)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        nn.init.zeros_(self.out_proj.bias)
+        for proj in self.ctx_proj.values():
+            nn.init.xavier_uniform_(proj.weight)
+        if self.gate_h is not None:
+            nn.init.normal_(self.gate_h, std=self.embed_dim ** -0.5)
+            nn.init.normal_(self.gate_c, std=self.embed_dim ** -0.5)
+
+    @property
+    def has_context(self) -> bool:
+        return len(self.parts) > 0
+
+    def project_context(self, history: ContextHistory) -> Tensor:
+        """``C [U_Q U_K]``: ``(1 or T) x B x (n*d)``, summed over context parts.
+
+        A context that is one vector per sentence (encoder-side global and
+        deep-global) has a leading dim of 1 and is projected once per sentence.
+        """
+        l = self.layer
+        out: Optional[Tensor] = None
+        for p in self.parts:
+            if p == "global":
+                c = history.means[l - 1]
+            elif p == "deep-global":
+                c = torch.cat(history.means[:l], dim=-1) if l > 1 else history.means[0]
+            else:  # deep
+                c = torch.cat(history.states[:l - 1], dim=-1) if l > 2 else history.states[0]
+            y = self.ctx_proj[p.replace("-", "_")](c)
+            out = y if out is None else out + y
+        assert out is not None
+        return out
+
+    def forward(self, x: Tensor, key_padding_mask: Optional[Tensor] = None,
+                history: Optional[ContextHistory] = None,
+                incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None) -> Tensor:
+        """
+        Args:
+            x: the layer input (after the pre-norm if any), ``T x B x C``
+            key_padding_mask: ``B x T``, True at padding
+            history: the layer inputs of this stack so far, this layer's included
+            incremental_state: decoder-side step-by-step state (contextualised
+                keys and values of the earlier steps)
+
+        Returns:
+            ``T x B x C``
+        """
+        T, B, d = x.shape
+        H, hd = self.num_heads, self.head_dim
+        qkv = self.in_proj(x).view(T, B, 3, d)  # T x B x 3 x C
+        q, k, v = qkv.unbind(2)
+        if self.has_context:
+            assert history is not None
+            n = len(self.slots)
+            ctx = self.project_context(history).view(-1, B, n, d)  # (1|T) x B x n x C
+            qk = qkv[:, :, self.slots[0]:self.slots[-1] + 1]  # T x B x n x C
+            # Eq. 6: one scalar per position and per contextualised Q / K
+            lam = torch.sigmoid((qk * self.gate_h).sum(-1) + (ctx * self.gate_c).sum(-1))  # T x B x n
+            # Eq. 5: (1 - lam) * Q + lam * (C U)
+            mixed = torch.lerp(qk, ctx, lam.unsqueeze(-1))
+            if self.keep_gates:
+                self.last_gates = {("q" if s == 0 else "k"): lam[:, :, i].detach() for i, s in enumerate(self.slots)}
+            if self.contextualize == "both":
+                q, k = mixed.unbind(2)
+            elif self.contextualize == "query":
+                q = mixed[:, :, 0]
+            else:
+                k = mixed[:, :, 0]
+
+        # T x B x C -> B x H x T x hd
+        q = q.reshape(T, B, H, hd).permute(1, 2, 0, 3)
+        k = k.reshape(T, B, H, hd).permute(1, 2, 0, 3)
+        v = v.reshape(T, B, H, hd).permute(1, 2, 0, 3)
+
+        attn_mask: Optional[Tensor] = None
+        is_causal = False
+        if incremental_state is not None:
+            saved = self._get_input_buffer(incremental_state)
+            prev_mask = saved.get("prev_key_padding_mask")
+            if "prev_key" in saved:
+                # keys keep the context of their own step (cached, not recomputed)
+                k = torch.cat([saved["prev_key"], k], dim=2)
+                v = torch.cat([saved["prev_value"], v], dim=2)
+            if key_padding_mask is not None or prev_mask is not None:
+                S = k.size(2)
+                cur = key_padding_mask if key_padding_mask is not None else x.new_zeros(B, T, dtype=torch.bool)
+                prev = prev_mask if prev_mask is not None else x.new_zeros(B, S - T, dtype=torch.bool)
+                key_padding_mask = torch.cat([prev, cur], dim=1)
+                saved["prev_key_padding_mask"] = key_padding_mask
+            saved["prev_key"] = k
+            saved["prev_value"] = v
+            self._set_input_buffer(incremental_state, saved)
+            if key_padding_mask is not None:
+                attn_mask = ~key_padding_mask[:, None, None, :]
+            if T > 1:
+                causal = torch.ones(T, k.size(2), dtype=torch.bool, device=x.device).tril(k.size(2) - T)
+                attn_mask = causal if attn_mask is None else attn_mask & causal
+        elif self.causal:
+            if key_padding_mask is None:
+                is_causal = True
+            else:
+                causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+                attn_mask = causal & ~key_padding_mask[:, None, None, :]
+        elif key_padding_mask is not None:
+            attn_mask = ~key_padding_mask[:, None, None, :]
+
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0,
+            is_causal=is_causal,
+        )  # B x H x T x hd
+        out = out.permute(2, 0, 1, 3).reshape(T, B, d)
+        return self.out_proj(out)
+
+    def _get_input_buffer(self, incremental_state) -> Dict[str, Optional[Tensor]]:
+        result = self.get_incremental_state(incremental_state, "attn_state")
+        return result if result is not None else {}
+
+    def _set_input_buffer(self, incremental_state, buffer: Dict[str, Optional[Tensor]]):
+        return self.set_incremental_state(incremental_state, "attn_state", buffer)
+
+    def reorder_incremental_state(self, incremental_state: Dict[str, Dict[str, Optional[Tensor]]],
+                                  new_order: Tensor):
+        """Beam search: keep the cached keys/values of the selected hypotheses."""
+        buf = self._get_input_buffer(incremental_state)
+        if buf:
+            for key, value in buf.items():
+                if value is not None:
+                    buf[key] = value.index_select(0, new_order)
+            incremental_state = self._set_input_buffer(incremental_state, buf)
+        return incremental_state

@@ -1,0 +1,353 @@
+"""Tests of transformer_ctxsan (Yang et al., AAAI 2019, Context-Aware SANs):
+the modules in-process (shapes, parameter counts against Tables 1-3, padding
+invariance, incremental decoding, beam reordering) and the real fairseq CLIs
+end to end (train, generate, interactive, --score-reference, gate analysis)."""
+import json
+import math
+
+import pytest
+import torch
+from fairseq import options
+from fairseq.data import Dictionary
+from fairseq.tasks.translation import TranslationTask
+
+import fairseq_ctx  # noqa: F401  (registers the architectures)
+from fairseq_ctx.modules.context_aware_attention import ContextAwareSelfAttention, ContextHistory
+from tests.utils import generate, interactive, make_parallel_data, preprocess, run_cli, train
+
+SIDES = ("encoder", "decoder", "both")
+CONTEXTS = ("global", "deep", "deep-global", "deep-global+deep")
+
+
+def make_dict(size):
+    d = Dictionary()
+    for i in range(size - len(d)):
+        d.add_symbol(f"w{i}")
+    return d
+
+
+def build(arch, extra=(), dict_size=64, meta=False):
+    """Build ``arch`` in-process from command-line flags, as fairseq-train would."""
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [
+        "/dev/null", "--arch", arch, "--task", "translation", "-s", "src", "-t", "tgt", *extra,
+    ])
+    d = make_dict(dict_size)
+    task = TranslationTask(args, d, d)
+    if meta:  # parameter counting only: no memory, no init time
+        with torch.device("meta"):
+            return task.build_model(args), d
+    return task.build_model(args), d
+
+
+def n_params(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+# ---------------------------------------------------------------- parameter counts
+
+# Table 1 (# Para. minus the 88.0M baseline), Transformer-Base. The global row
+# is 6 x 2d^2 = 3.15M by the reading in shared/papers/README.md (printed: 3.0M).
+TABLE1 = [
+    ("encoder", "global", 3.15),
+    ("encoder", "deep-global", 11.0),
+    ("encoder", "deep", 7.9),
+    ("encoder", "deep-global+deep", 18.9),
+    ("decoder", "deep-global", 11.0),
+    ("decoder", "deep-global+deep", 18.9),
+    ("both", "deep-global+deep", 37.8),
+]
+
+
+@pytest.fixture(scope="module")
+def base_count():
+    model, _ = build("transformer", dict_size=1000, meta=True)
+    return n_params(model)
+
+
+@pytest.mark.parametrize("side,context,growth", TABLE1)
+def test_table1_parameter_growth(base_count, side, context, growth):
+    model, _ = build("transformer_ctxsan", ["--ctxsan-side", side, "--ctxsan-context", context],
+                     dict_size=1000, meta=True)
+    assert abs((n_params(model) - base_count) / 1e6 - growth) < 0.06
+
+
+def test_table1_global_row_matches_printed_within_5_percent(base_count):
+    model, _ = build("transformer_ctxsan", ["--ctxsan-context", "global"], dict_size=1000, meta=True)
+    assert abs((n_params(model) - base_count) / 1e6 - 3.0) / 3.0 < 0.055
+
+
+def test_table1_exact_formula(base_count):
+    """Per layer l: U_Q, U_K (d_c x d each) + gates V^H, V^C (d each, Q and K)."""
+    d, L = 512, 6
+    u = sum(2 * (l * d + (l - 1) * d) * d for l in range(1, L + 1))
+    gates = L * 4 * d
+    model, _ = build("transformer_ctxsan", dict_size=1000, meta=True)
+    assert n_params(model) - base_count == u + gates
+
+
+@pytest.mark.parametrize("what,share", [("query", 0.5), ("key", 0.5), ("both", 1.0)])
+def test_table3_query_key_rows(base_count, what, share):
+    model, _ = build("transformer_ctxsan", ["--ctxsan-contextualize", what], dict_size=1000, meta=True)
+    assert abs((n_params(model) - base_count) / 1e6 - 18.9 * share) < 0.06
+
+
+def test_table2_big_growth():
+    """Table 2, En-De: Transformer-Big 264.1M -> 339.6M (+75.5M)."""
+    base, _ = build("transformer_wmt_en_de_big", dict_size=1000, meta=True)
+    ours, _ = build("transformer_ctxsan_big", dict_size=1000, meta=True)
+    assert abs((n_params(ours) - n_params(base)) / 1e6 - 75.5) < 0.1
+
+
+def test_presets():
+    tiny, _ = build("transformer_ctxsan_tiny", meta=True)
+    assert tiny.args.encoder_layers == 2 and tiny.args.encoder_embed_dim == 16
+    assert tiny.args.encoder_ffn_embed_dim == 32 and tiny.args.encoder_attention_heads == 2
+    iwslt, _ = build("transformer_ctxsan_iwslt_de_en", meta=True)
+    assert iwslt.args.encoder_ffn_embed_dim == 1024 and iwslt.args.encoder_attention_heads == 4
+    assert (tiny.args.ctxsan_context, tiny.args.ctxsan_side, tiny.args.ctxsan_contextualize) == \
+        ("deep-global+deep", "encoder", "both")
+
+
+@pytest.mark.parametrize("flag,value", [
+    ("--ctxsan-context", "deepglobal"),
+    ("--ctxsan-side", "middle"),
+    ("--ctxsan-contextualize", "value"),
+])
+def test_bad_flag_values_raise(flag, value):
+    with pytest.raises(ValueError, match=flag):
+        build("transformer_ctxsan_tiny", [flag, value])
+
+
+def test_layerdrop_on_context_side_raises():
+    with pytest.raises(ValueError, match="--encoder-layerdrop"):
+        build("transformer_ctxsan_tiny", ["--encoder-layerdrop", "0.1"])
+
+
+# ---------------------------------------------------------------- module units
+
+def test_attention_shapes_and_context_sizes():
+    d = 16
+    for layer in (1, 2, 3):
+        att = ContextAwareSelfAttention(d, 2, layer, context="deep-global+deep")
+        dg = att.ctx_proj["deep_global"].weight
+        assert tuple(dg.shape) == (2 * d, layer * d)  # [U_Q U_K]^T, d_c = l*d
+        if layer == 1:
+            assert "deep" not in att.ctx_proj  # no layers below layer 1
+        else:
+            assert tuple(att.ctx_proj["deep"].weight.shape) == (2 * d, (layer - 1) * d)
+    att = ContextAwareSelfAttention(d, 2, 1, context="deep")
+    assert not att.has_context and att.gate_h is None
+
+    torch.manual_seed(0)
+    T, B = 5, 3
+    att = ContextAwareSelfAttention(d, 2, 3, context="deep-global+deep").eval()
+    att.keep_gates = True
+    hist = ContextHistory(None, need_states=True, need_means=True)
+    xs = [torch.randn(T, B, d) for _ in range(3)]
+    for x in xs:
+        hist.push(x)
+    out = att(xs[-1], history=hist)
+    assert out.shape == (T, B, d)
+    assert set(att.last_gates) == {"q", "k"} and att.last_gates["q"].shape == (T, B)
+    assert bool(((att.last_gates["k"] > 0) & (att.last_gates["k"] < 1)).all())
+
+
+def test_key_only_leaves_queries_alone():
+    torch.manual_seed(0)
+    d, T, B = 16, 4, 2
+    att = ContextAwareSelfAttention(d, 2, 1, context="global", contextualize="key").eval()
+    assert tuple(att.gate_h.shape) == (1, d)
+    att.keep_gates = True
+    hist = ContextHistory(None, need_states=False, need_means=True)
+    x = torch.randn(T, B, d)
+    hist.push(x)
+    att(x, history=hist)
+    assert set(att.last_gates) == {"k"}
+
+
+def test_history_means_ignore_padding_and_are_causal_in_decoder():
+    torch.manual_seed(0)
+    T, B, C = 6, 2, 4
+    x = torch.randn(T, B, C)
+    pad = torch.zeros(B, T, dtype=torch.bool)
+    pad[1, 4:] = True
+    enc = ContextHistory(pad, need_states=False, need_means=True)
+    enc.push(x)
+    assert torch.allclose(enc.means[0][0, 1], x[:4, 1].mean(0), atol=1e-6)
+    assert torch.allclose(enc.means[0][0, 0], x[:, 0].mean(0), atol=1e-6)
+
+    dec = ContextHistory(None, need_states=False, need_means=True, causal=True)
+    dec.push(x)
+    for t in range(T):
+        assert torch.allclose(dec.means[0][t], x[:t + 1].mean(0), atol=1e-6)
+    # step by step with running sums gives the same prefix means
+    sums = None
+    for t in range(T):
+        step = ContextHistory(None, need_states=False, need_means=True, causal=True, prev_sums=sums,
+                              incremental=True)
+        step.push(x[t:t + 1])
+        sums = step.new_sums
+        assert torch.allclose(step.means[0][0], dec.means[0][t], atol=1e-6)
+
+
+# ---------------------------------------------------------------- model behaviour
+
+def _model(side, context="deep-global+deep", seed=0, layers=3):
+    torch.manual_seed(seed)
+    model, d = build("transformer_ctxsan_tiny", ["--ctxsan-side", side, "--ctxsan-context", context,
+                                                 "--encoder-layers", str(layers), "--decoder-layers", str(layers)])
+    return model.eval(), d
+
+
+def _batch(d, B=3, S=7, T=6, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(d.nspecial, len(d), (B, S), generator=g)
+    src[1, :2] = d.pad()  # sources are left-padded in fairseq
+    src[2, :4] = d.pad()
+    tgt = torch.randint(d.nspecial, len(d), (B, T), generator=g)
+    tgt[:, 0] = d.eos()
+    tgt[2, 4:] = d.pad()  # targets are right-padded
+    return src, src.ne(d.pad()).sum(1), tgt
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_padding_invariance(side):
+    """A sentence's outputs do not change when it is batched with longer ones."""
+    model, d = _model(side)
+    src, lens, tgt = _batch(d)
+    with torch.no_grad():
+        batched, _ = model(src, lens, tgt)
+        alone, _ = model(src[2:3, 4:], lens[2:3], tgt[2:3, :4])
+        enc_b = model.encoder(src, lens)["encoder_out"][0][4:, 2]
+        enc_a = model.encoder(src[2:3, 4:], lens[2:3])["encoder_out"][0][:, 0]
+    assert torch.allclose(enc_b, enc_a, atol=1e-5)
+    assert torch.allclose(batched[2, :4], alone[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("side,context", [(s, c) for s in ("decoder", "both") for c in CONTEXTS])
+def test_incremental_equals_full_forward(side, context):
+    model, d = _model(side, context)
+    src, lens, tgt = _batch(d)
+    tgt[2, 4:] = d.nspecial  # step-by-step decoding never feeds padding
+    with torch.no_grad():
+        full, _ = model(src, lens, tgt)
+        enc = model.encoder(src, lens)
+        state = {}
+        steps = [model.decoder(tgt[:, :t + 1], enc, incremental_state=state)[0] for t in range(tgt.size(1))]
+    assert torch.allclose(full, torch.cat(steps, 1), atol=1e-5)
+
+
+def test_incremental_state_is_constant_size_running_sums():
+    """One decoding step reads the running sums, not the whole prefix."""
+    model, d = _model("decoder", "deep-global")
+    src, lens, tgt = _batch(d)
+    with torch.no_grad():
+        enc = model.encoder(src, lens)
+        state = {}
+        for t in range(4):
+            model.decoder(tgt[:, :t + 1], enc, incremental_state=state)
+        sums = model.decoder.get_incremental_state(state, "ctx_sums")
+    assert sums is not None and torch.equal(sums["count"], torch.full((3, 1), 4.0))
+    assert all(v.shape == (3, 16) for k, v in sums.items() if k.startswith("sum"))
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_beam_reorder_mid_sequence(side):
+    """Decode 3 steps, reorder (as beam search does), decode on; equals
+    decoding the reordered batch from the start."""
+    model, d = _model(side)
+    src, lens, tgt = _batch(d, B=3)
+    tgt[2, 4:] = d.nspecial
+    new_order = torch.tensor([2, 0, 0, 1])
+    with torch.no_grad():
+        enc = model.encoder(src, lens)
+        state = {}
+        for t in range(3):
+            model.decoder(tgt[:, :t + 1], enc, incremental_state=state)
+        model.decoder.reorder_incremental_state_scripting(state, new_order)
+        enc = model.encoder.reorder_encoder_out(enc, new_order)
+        re_tgt = tgt.index_select(0, new_order)
+        outs = [model.decoder(re_tgt[:, :t + 1], enc, incremental_state=state)[0] for t in range(3, tgt.size(1))]
+        ref, _ = model(src.index_select(0, new_order), lens.index_select(0, new_order), re_tgt)
+    assert torch.allclose(torch.cat(outs, 1), ref[:, 3:], atol=1e-5)
+
+
+def test_context_reaches_the_output():
+    """The context path is live: zeroing U_Q, U_K changes the encoder output."""
+    model, d = _model("encoder", "global")
+    src, lens, tgt = _batch(d)
+    with torch.no_grad():
+        out1 = model.encoder(src, lens)["encoder_out"][0]
+        for layer in model.encoder.layers:
+            layer.self_attn.ctx_proj["global"].weight.zero_()
+        out2 = model.encoder(src, lens)["encoder_out"][0]
+    assert not torch.allclose(out1, out2, atol=1e-4)
+
+
+def test_training_step_backpropagates_into_context_parameters():
+    model, d = _model("both")
+    model.train()
+    src, lens, tgt = _batch(d)
+    out, _ = model(src, lens, tgt)
+    out.float().logsumexp(-1).mean().backward()
+    for side in ("encoder", "decoder"):
+        att = getattr(model, side).layers[-1].self_attn
+        assert att.gate_h.grad is not None and att.gate_h.grad.abs().sum() > 0
+        assert att.ctx_proj["deep"].weight.grad.abs().sum() > 0
+
+
+# ---------------------------------------------------------------- end to end
+
+@pytest.fixture(scope="module")
+def data_bin(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ctxsan")
+    raw = make_parallel_data(root / "raw", num_train=120, num_valid=12, num_test=10)
+    return preprocess(raw, root / "bin")
+
+
+@pytest.fixture(scope="module")
+def trained(data_bin, tmp_path_factory):
+    ckpts = {}
+    for side in SIDES:
+        save = tmp_path_factory.mktemp(f"ckpt_{side}")
+        train(data_bin, save, arch="transformer_ctxsan_tiny", max_update=3, model_flags=[],
+              extra=["--ctxsan-side", side, "--max-epoch", "1"])
+        ckpts[side] = save / "checkpoint_last.pt"
+    return ckpts
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_train_and_generate(data_bin, trained, side):
+    hyps, srcs, _ = generate(data_bin, trained[side], beam=2)
+    assert sorted(hyps) == list(range(10)) and len(srcs) == 10
+    assert all(math.isfinite(score) for _, score in hyps.values())
+
+
+def test_score_reference_and_interactive(data_bin, trained):
+    hyps, _, _ = generate(data_bin, trained["both"], extra=["--score-reference"])
+    assert sorted(hyps) == list(range(10))
+    assert all(math.isfinite(score) for _, score in hyps.values())
+    lines = ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"]
+    out, _ = interactive(data_bin, trained["both"], lines)
+    assert len(out) == len(lines)
+
+
+def test_gate_analysis_script(data_bin, trained, tmp_path):
+    out = tmp_path / "gates"
+    run_cli("fairseq_ctx.analysis.ctxsan_gates", [
+        "--path", trained["both"], data_bin, "--gen-subset", "valid", "--out", out, "--max-tokens", "500",
+    ])
+    summary = json.loads((out / "gates.json").read_text())
+    model = summary["models"][0]
+    assert model["context"] == "deep-global+deep"
+    for side in ("encoder", "decoder"):
+        layers = model["sides"][side]
+        assert [row["layer"] for row in layers] == [1, 2]
+        assert all(0 < row["lambda_q"] < 1 and 0 < row["lambda_k"] < 1 for row in layers)
+    assert (out / "gates.png").stat().st_size > 0
+    tokens = [json.loads(line) for line in (out / "tokens.jsonl").read_text().splitlines()]
+    assert len(tokens) == 12
+    first = tokens[0]
+    n = len(first["tokens"])
+    assert len(first["encoder"]["lambda_q"]) == 2 and len(first["encoder"]["lambda_q"][0]) == n
