@@ -1,0 +1,335 @@
+"""Document context for sentence-level parallel data (Voita et al., ACL 2018).
+
+A :class:`DocumentContextDataset` wraps a fairseq ``LanguagePairDataset`` and
+gives every sentence the source sentences around it in its document:
+
+* ``previous`` (the paper's main setting): the N sentences before it,
+* ``next``: the N sentences after it,
+* ``random``: N sentences drawn at random from the whole split (a control
+  row of the paper: context that carries no document information).
+
+A *document* is a run of consecutive lines with the same id in the docids
+file; context never crosses a document boundary, so the first sentence of a
+document (for ``previous``) gets an empty context.  Which lines form each
+sentence's context is computed once, at load time, as an integer matrix
+(:func:`compute_context_index`, vectorised with numpy): row ``i`` holds the
+line indices of its context sentences, oldest first, ``-1`` where there is
+none.
+
+Token layout (``<sep>`` is the task's separator symbol, ``</s>`` EOS)::
+
+    context   (ctxenc):  c_1 <sep> c_2 <sep> ... c_k </s>      empty: </s>
+    concatenated source: c_1 <sep> ... c_k <sep> s_1 ... s_m </s>   empty: source
+
+Each ``c_j`` is a context sentence without its EOS.  An empty context is a
+lone ``</s>`` (fairseq's encoding of an empty line), so the context encoder
+always has a key to attend to.  Context longer than ``max_context_tokens``
+loses its *oldest* tokens; a concatenated source is cut from the left in the
+same way so the current sentence itself always survives.
+
+The same machinery serves explicit contexts (contrastive scoring, interactive
+translation): :meth:`DocumentContextDataset.from_explicit` takes per-sentence
+lists of context token tensors.
+"""
+from typing import List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from fairseq.data import FairseqDataset, data_utils
+
+CONTEXT_MODES = ("previous", "next", "random")
+# How context reaches the model: as separate net_input keys (``ctx_tokens``,
+# ``ctx_lengths``), glued to the source, or not at all.
+INPUT_MODES = ("separate", "concat", "none")
+
+
+def document_segments(docids: Sequence) -> np.ndarray:
+    """Run index of every line: lines ``i`` and ``j`` are in the same document
+    iff their run indices are equal (a document id that reappears after
+    another document starts a new document)."""
+    docids = np.asarray(docids)
+    if len(docids) == 0:
+        return np.zeros(0, dtype=np.int64)
+    changed = docids[1:] != docids[:-1]
+    return np.concatenate([[0], np.cumsum(changed)]).astype(np.int64)
+
+
+def compute_context_index(docids: Sequence, context_size: int, mode: str = "previous",
+                          seed: int = 1, shuffle: bool = False) -> np.ndarray:
+    """Context line indices, shape ``(len(docids), context_size)``, ``-1`` = none.
+
+    ``previous``: columns are lines ``i-N .. i-1`` (oldest first), ``next``:
+    lines ``i+1 .. i+N``, both limited to the same document.  ``random``: N
+    lines drawn uniformly from the other lines of the split (any document),
+    fixed by ``seed``.  ``shuffle`` permutes the rows (seeded): every sentence
+    gets the context of another sentence, the paper's shuffled-context test.
+    """
+    if context_size < 0:
+        raise ValueError(f"--context-size must be >= 0, got {context_size}")
+    if mode not in CONTEXT_MODES:
+        raise ValueError(f"--context-mode must be one of {CONTEXT_MODES}, got {mode!r}")
+    seg = document_segments(docids)
+    n = len(seg)
+    rows = np.arange(n, dtype=np.int64)[:, None]
+    rng = np.random.default_rng(seed)
+    if mode == "random":
+        if n < 2:
+            index = np.full((n, context_size), -1, dtype=np.int64)
+        else:
+            index = rng.integers(0, n - 1, size=(n, context_size), dtype=np.int64)
+            index += index >= rows  # skip the sentence itself
+    else:
+        if mode == "previous":
+            offsets = -np.arange(context_size, 0, -1, dtype=np.int64)
+        else:
+            offsets = np.arange(1, context_size + 1, dtype=np.int64)
+        index = rows + offsets[None, :]
+        inside = (index >= 0) & (index < n)
+        same_doc = seg[np.clip(index, 0, max(n - 1, 0))] == seg[:, None] if n else inside
+        index = np.where(inside & same_doc, index, -1)
+    if shuffle and n > 1:
+        index = index[rng.permutation(n)]
+    return index.astype(np.int64).reshape(n, context_size)
+
+
+def _strip_eos(tokens: torch.Tensor, eos: int) -> torch.Tensor:
+    return tokens[:-1] if len(tokens) > 0 and tokens[-1] == eos else tokens
+
+
+def build_context_tokens(context: Sequence[torch.Tensor], eos: int, sep: int,
+                         max_tokens: Optional[int] = None) -> torch.Tensor:
+    """Join context sentences (oldest first) into one context sequence for a
+    context encoder: ``c_1 <sep> ... c_k </s>``; ``[</s>]`` when empty."""
+    parts: List[torch.Tensor] = []
+    for j, sent in enumerate(context):
+        if j > 0:
+            parts.append(torch.tensor([sep], dtype=torch.long))
+        parts.append(_strip_eos(sent.long(), eos))
+    parts.append(torch.tensor([eos], dtype=torch.long))
+    out = torch.cat(parts)
+    if max_tokens is not None and len(out) > max_tokens:
+        out = out[len(out) - max_tokens:]
+    return out
+
+
+def concat_context_source(context: Sequence[torch.Tensor], source: torch.Tensor, eos: int,
+                          sep: int, max_tokens: Optional[int] = None) -> torch.Tensor:
+    """Glue context sentences to the source: ``c_1 <sep> ... c_k <sep> source``
+    (the paper's concatenation baseline); the source alone when empty.  Cut
+    from the left to ``max_tokens`` (never into a source that fits)."""
+    if len(context) == 0:
+        return source
+    parts: List[torch.Tensor] = []
+    for sent in context:
+        parts.append(_strip_eos(sent.long(), eos))
+        parts.append(torch.tensor([sep], dtype=torch.long))
+    parts.append(source.long())
+    out = torch.cat(parts)
+    if max_tokens is not None and len(out) > max_tokens:
+        out = out[len(out) - max(max_tokens, len(source)):]
+    return out
+
+
+def split_concatenated(src_tokens: torch.Tensor, pad: int, eos: int, sep: int,
+                       left_pad: bool = True):
+    """Inverse of :func:`concat_context_source` on a padded batch ``B x T``:
+    everything after the last ``<sep>`` of a row is its source, everything
+    before it its context (re-terminated with ``</s>``; ``[</s>]`` if the row
+    has no ``<sep>``).  Returns ``(src_tokens, src_lengths, ctx_tokens,
+    ctx_lengths)``, padded on the same side as the input."""
+    sources, contexts = [], []
+    for row in src_tokens:
+        row = row[row.ne(pad)]
+        seps = row.eq(sep).nonzero()
+        cut = int(seps[-1]) if len(seps) else -1
+        sources.append(row[cut + 1:])
+        ctx = row[:max(cut, 0)]
+        contexts.append(torch.cat([ctx, row.new_tensor([eos])]))
+
+    def collate(tokens):
+        return (data_utils.collate_tokens(tokens, pad, eos, left_pad=left_pad),
+                torch.tensor([len(t) for t in tokens], dtype=torch.long, device=src_tokens.device))
+
+    src, src_lengths = collate(sources)
+    ctx, ctx_lengths = collate(contexts)
+    return src, src_lengths, ctx, ctx_lengths
+
+
+class DocumentContextDataset(FairseqDataset):
+    """A ``LanguagePairDataset`` whose samples carry document context.
+
+    Args:
+        pair: the sentence-level ``LanguagePairDataset``.
+        context_index: ``len(pair) x N`` int array of indices into ``pool``,
+            ``-1`` = no sentence (see :func:`compute_context_index`).
+        pool: indexable of source token tensors the context is taken from
+            (``pair.src`` for document data).
+        pool_sizes: lengths of the pool's items (with EOS).
+        sep: index of the separator symbol.
+        input_mode: ``separate`` (batches get ``net_input["ctx_tokens"]`` and
+            ``["ctx_lengths"]``, B x T_ctx, padded like the source),
+            ``concat`` (context glued to the source), ``none``.
+        max_context_tokens: cap on the context (``separate``) or on the
+            concatenated source (``concat``); normally the model's
+            ``--max-source-positions``.
+        skip: optional boolean mask of items to leave out of every batch
+            (interactive mode: the empty lines that separate documents).
+    """
+
+    def __init__(self, pair, context_index: np.ndarray, pool, pool_sizes: np.ndarray, sep: int,
+                 input_mode: str = "separate", max_context_tokens: Optional[int] = None,
+                 skip: Optional[np.ndarray] = None):
+        if input_mode not in INPUT_MODES:
+            raise ValueError(f"input_mode must be one of {INPUT_MODES}, got {input_mode!r}")
+        context_index = np.asarray(context_index, dtype=np.int64)
+        if context_index.ndim != 2 or context_index.shape[0] != len(pair):
+            raise ValueError(f"context_index must have shape ({len(pair)}, N), "
+                             f"got {context_index.shape}")
+        super().__init__()
+        self.pair = pair
+        self.context_index = context_index
+        self.pool = pool
+        self.pool_sizes = np.asarray(pool_sizes, dtype=np.int64)
+        self.sep = sep
+        self.eos = pair.src_dict.eos()
+        self.pad = pair.src_dict.pad()
+        self.input_mode = input_mode
+        self.max_context_tokens = max_context_tokens
+        self.skip = skip
+        self._compute_sizes()
+
+    @classmethod
+    def from_explicit(cls, pair, contexts: Sequence[Sequence[torch.Tensor]], sep: int, **kwargs):
+        """Wrap ``pair`` with explicitly given context sentences: ``contexts[i]``
+        is the list of context token tensors of item ``i`` (oldest first, may
+        be empty; EOS optional)."""
+        if len(contexts) != len(pair):
+            raise ValueError(f"{len(contexts)} contexts for {len(pair)} sentences")
+        width = max((len(c) for c in contexts), default=0)
+        pool = [t for c in contexts for t in c]
+        index = np.full((len(pair), width), -1, dtype=np.int64)
+        start = 0
+        for i, c in enumerate(contexts):
+            index[i, width - len(c):] = np.arange(start, start + len(c))
+            start += len(c)
+        eos = pair.src_dict.eos()
+        sizes = np.array([len(t) + (0 if len(t) and t[-1] == eos else 1) for t in pool], dtype=np.int64)
+        return cls(pair, index, pool, sizes, sep, **kwargs)
+
+    # ------------------------------------------------------------------ sizes
+    def _compute_sizes(self):
+        index = self.context_index
+        present = index >= 0
+        lens = np.where(present, self.pool_sizes[np.clip(index, 0, None)] if len(self.pool_sizes)
+                        else 0, 0)
+        # each context sentence contributes its tokens minus EOS plus one <sep>
+        # (or the final </s>), so a context of k>0 sentences is sum(len) long
+        total = lens.sum(axis=1).astype(np.int64)
+        cap = self.max_context_tokens
+        src_sizes = np.asarray(self.pair.src_sizes, dtype=np.int64)
+        if self.input_mode == "concat":
+            sizes = src_sizes + total
+            if cap is not None:
+                sizes = np.minimum(sizes, np.maximum(cap, src_sizes))
+            self.src_sizes = sizes
+        else:
+            self.src_sizes = src_sizes
+        ctx = np.maximum(total, 1)
+        self.ctx_sizes = np.minimum(ctx, cap) if cap is not None else ctx
+        self.tgt_sizes = self.pair.tgt_sizes
+        self.sizes = (np.vstack((self.src_sizes, self.tgt_sizes)).T
+                      if self.tgt_sizes is not None else self.src_sizes)
+
+    # ------------------------------------------------------------------ items
+    def context_sentences(self, index: int) -> List[torch.Tensor]:
+        return [self.pool[j] for j in self.context_index[index] if j >= 0]
+
+    def __getitem__(self, index):
+        sample = self.pair[index]
+        if self.input_mode == "none":
+            return sample
+        context = self.context_sentences(index)
+        if self.input_mode == "concat":
+            sample["source"] = concat_context_source(context, sample["source"], self.eos, self.sep,
+                                                     self.max_context_tokens)
+        else:
+            sample["context"] = build_context_tokens(context, self.eos, self.sep,
+                                                     self.max_context_tokens)
+        return sample
+
+    def __len__(self):
+        return len(self.pair)
+
+    def collater(self, samples, pad_to_length=None):
+        batch = self.pair.collater(samples, pad_to_length=pad_to_length)
+        if not batch or self.input_mode != "separate":
+            return batch
+        # the pair collater sorts the batch by source length: follow its order
+        by_id = {s["id"]: s["context"] for s in samples}
+        context = [by_id[i] for i in batch["id"].tolist()]
+        batch["net_input"]["ctx_tokens"] = data_utils.collate_tokens(
+            context, self.pad, self.eos, left_pad=self.pair.left_pad_source,
+            pad_to_multiple=self.pair.pad_to_multiple)
+        batch["net_input"]["ctx_lengths"] = torch.tensor([len(c) for c in context], dtype=torch.long)
+        return batch
+
+    # --------------------------------------------- batching (mirrors LanguagePairDataset)
+    def num_tokens(self, index):
+        return max(self.src_sizes[index], self.tgt_sizes[index] if self.tgt_sizes is not None else 0)
+
+    def num_tokens_vec(self, indices):
+        sizes = self.src_sizes[indices]
+        if self.tgt_sizes is not None:
+            sizes = np.maximum(sizes, self.tgt_sizes[indices])
+        return sizes
+
+    def size(self, index):
+        return (self.src_sizes[index], self.tgt_sizes[index] if self.tgt_sizes is not None else 0)
+
+    def ordered_indices(self):
+        """Shuffled (if the pair dataset shuffles), then sorted by target and
+        source length like ``LanguagePairDataset.ordered_indices``; skipped
+        items left out."""
+        if self.pair.shuffle:
+            indices = np.random.permutation(len(self)).astype(np.int64)
+        else:
+            indices = np.arange(len(self), dtype=np.int64)
+        if self.tgt_sizes is not None:
+            indices = indices[np.argsort(self.tgt_sizes[indices], kind="mergesort")]
+        indices = indices[np.argsort(self.src_sizes[indices], kind="mergesort")]
+        if self.skip is not None:
+            indices = indices[~self.skip[indices]]
+        return indices
+
+    def filter_indices_by_size(self, indices, max_sizes):
+        return data_utils.filter_paired_dataset_indices_by_size(
+            self.src_sizes, self.tgt_sizes, indices, max_sizes)
+
+    @property
+    def supports_prefetch(self):
+        return False
+
+    # -------------------------------------------- attributes fairseq-generate reads
+    @property
+    def src(self):
+        return self.pair.src
+
+    @property
+    def tgt(self):
+        return self.pair.tgt
+
+    @property
+    def src_dict(self):
+        return self.pair.src_dict
+
+    @property
+    def tgt_dict(self):
+        return self.pair.tgt_dict
+
+    @property
+    def left_pad_source(self):
+        return self.pair.left_pad_source
+
+    def set_epoch(self, epoch):
+        self.pair.set_epoch(epoch)

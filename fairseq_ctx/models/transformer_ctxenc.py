@@ -1,0 +1,277 @@
+"""transformer_ctxenc: the context-aware Transformer of Voita et al., ACL 2018
+("Context-Aware Neural Machine Translation Learns Anaphora Resolution").
+
+Encoder (N = ``--encoder-layers``)::
+
+    source  --embed--> layers 1..N-1 (shared) --> gated layer N ----------> decoder
+                                                     ^ attention + gate
+    context --embed--> layers 1..N-1 (shared) --> own layer N (ctx_layer) -+
+
+* The first N-1 layers and the embeddings are shared by the source and the
+  context encoder; the context encoder has its own last layer
+  (``encoder.ctx_layer``).
+* The source encoder's last layer (``CtxEncGatedEncoderLayer``) adds an
+  attention from the source states to the context encoder's output and mixes
+  it with the self-attention output through an element-wise sigmoid gate
+  g = sigma(W_g [c_s; c_c] + b_g), c = g * c_s + (1 - g) * c_c.
+* The decoder is fairseq's, unchanged.
+
+Speed: the source and its context go through the shared layers as one batch
+(2B rows, padded to the longer of the two) when that wastes little padding,
+otherwise one after the other.  The encoder runs once per sentence: beam
+search only reorders its output (``reorder_encoder_out`` also reorders the
+context encoder's output ``ctx_out`` and mask ``ctx_padding_mask``), so
+decoding costs the same per step as a plain transformer.
+
+The context comes from ``--task document_translation`` as ``ctx_tokens``
+(B x T_ctx) / ``ctx_lengths``.  Without it (e.g. ``--task translation``)
+every sentence gets the empty context (a lone ``</s>``), as at a document start.
+
+Parameter growth over ``transformer`` (Base: d=512, ffn 2048, 8 heads):
+own context layer 3,152,384 + context attention 1,050,624 + gate 524,800
+= +4,727,808 (+ one LayerNorm of 2d with ``--encoder-normalize-before``);
+tested in ``tests/test_ctxenc.py``.  The paper gives no count.
+
+Presets: ``transformer_ctxenc`` (Base), ``transformer_ctxenc_big``
+(``transformer_wmt_en_de_big``), ``transformer_ctxenc_iwslt_de_en`` (small),
+``transformer_ctxenc_tiny`` (tests).
+"""
+from typing import Dict, List, Optional
+
+import torch
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import TransformerConfig, TransformerEncoder, TransformerModel
+from fairseq.models.transformer.transformer_legacy import (
+    base_architecture,
+    transformer_iwslt_de_en,
+    transformer_wmt_en_de_big,
+)
+from fairseq.modules import LayerNorm
+from torch import Tensor
+
+from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
+
+# batch source and context through the shared layers together when the
+# padded joint batch has at most this many times the real (padded) tokens
+JOINT_BATCH_MAX_WASTE = 1.25
+
+
+def validate_ctxenc_args(args):
+    """Raise ValueError naming the flag for values the model cannot build."""
+    if args.encoder_layers < 1:
+        raise ValueError(f"--encoder-layers must be at least 1 for transformer_ctxenc, got {args.encoder_layers}")
+    if getattr(args, "encoder_layerdrop", 0) > 0:
+        raise ValueError("--encoder-layerdrop is not supported by transformer_ctxenc "
+                         "(source and context must run through the same shared layers)")
+    if getattr(args, "encoder_layers_to_keep", None):
+        raise ValueError("--encoder-layers-to-keep is not supported by transformer_ctxenc")
+
+
+class TransformerCtxEncEncoder(TransformerEncoder):
+    """Source encoder + context encoder with shared lower layers (see module
+    docstring).  ``self.layers[-1]`` is the gated source layer,
+    ``self.ctx_layer`` the context encoder's own last layer."""
+
+    def __init__(self, args, dictionary, embed_tokens, return_fc=False):
+        super().__init__(args, dictionary, embed_tokens, return_fc=return_fc)
+        cfg = TransformerConfig.from_namespace(args)
+        self.layers[-1] = CtxEncGatedEncoderLayer(cfg)
+        self.ctx_layer = self.build_encoder_layer(args)
+        self.ctx_layer_norm = LayerNorm(embed_tokens.embedding_dim) if cfg.encoder.normalize_before else None
+        self.eos = dictionary.eos()
+
+    def _embed(self, tokens: Tensor):
+        """Embedded tokens with padding zeroed, T x B x C, and the padding
+        mask (None when there is no padding, like upstream)."""
+        mask = tokens.eq(self.padding_idx)
+        x, embed = self.forward_embedding(tokens)
+        has_pads = bool(mask.any())
+        if has_pads:
+            x = x * (1 - mask.unsqueeze(-1).type_as(x))
+        return x.transpose(0, 1), embed, (mask if has_pads else None), mask
+
+    def _shared(self, x: Tensor, mask: Optional[Tensor], states: Optional[List[Tensor]] = None):
+        for layer in self.layers[:-1]:
+            x = layer(x, encoder_padding_mask=mask)
+            if states is not None:
+                states.append(x)
+        return x
+
+    @staticmethod
+    def _pad_right(tokens: Tensor, length: int, pad: int) -> Tensor:
+        if tokens.size(1) == length:
+            return tokens
+        return torch.cat([tokens, tokens.new_full((tokens.size(0), length - tokens.size(1)), pad)], dim=1)
+
+    def forward(
+        self,
+        src_tokens: Tensor,
+        src_lengths: Optional[Tensor] = None,
+        ctx_tokens: Optional[Tensor] = None,
+        ctx_lengths: Optional[Tensor] = None,
+        return_all_hiddens: bool = False,
+        token_embeddings: Optional[Tensor] = None,
+        return_gate: bool = False,
+    ):
+        """
+        Args:
+            src_tokens: B x T source tokens; src_lengths: B
+            ctx_tokens: B x T_ctx context tokens (None: empty context);
+                ctx_lengths: B (unused, kept for the net_input interface)
+            return_gate: also return the gate g of the last layer (T x B x C)
+                as ``encoder_out["ctx_gate"]``
+
+        Returns: upstream's encoder_out dict plus ``ctx_out`` (T_ctx x B x C),
+        ``ctx_padding_mask`` (B x T_ctx) and ``ctx_gate`` (empty unless asked).
+        """
+        if token_embeddings is not None:
+            raise ValueError("transformer_ctxenc does not take precomputed token_embeddings")
+        bsz, src_len = src_tokens.shape
+        if ctx_tokens is None:
+            ctx_tokens = src_tokens.new_full((bsz, 1), self.eos)
+        else:
+            # a row of padding only would make the context attention undefined
+            empty = ctx_tokens.eq(self.padding_idx).all(dim=1)
+            if bool(empty.any()):
+                ctx_tokens = ctx_tokens.clone()
+                ctx_tokens[empty, -1] = self.eos
+        ctx_len = ctx_tokens.size(1)
+        longest = max(src_len, ctx_len)
+        encoder_states: List[Tensor] = []
+
+        if 2 * longest <= JOINT_BATCH_MAX_WASTE * (src_len + ctx_len):
+            # right-padding to a common length changes no real position:
+            # positions count non-padding tokens and padding is masked
+            tokens = torch.cat([self._pad_right(src_tokens, longest, self.padding_idx),
+                                self._pad_right(ctx_tokens, longest, self.padding_idx)], dim=0)
+            x, embed, mask, _ = self._embed(tokens)
+            if return_all_hiddens:
+                encoder_states.append(x[:src_len, :bsz])
+            states: Optional[List[Tensor]] = [] if return_all_hiddens else None
+            x = self._shared(x, mask, states)
+            if states is not None:
+                encoder_states.extend(s[:src_len, :bsz] for s in states)
+            x_src, x_ctx = x[:src_len, :bsz], x[:ctx_len, bsz:]
+            encoder_embedding = embed[:bsz, :src_len]
+        else:
+            x_src, encoder_embedding, _, _ = self._embed(src_tokens)
+            if return_all_hiddens:
+                encoder_states.append(x_src)
+            x_src = self._shared(x_src, self._mask_or_none(src_tokens),
+                                 encoder_states if return_all_hiddens else None)
+            x_ctx, _, ctx_mask_or_none, _ = self._embed(ctx_tokens)
+            x_ctx = self._shared(x_ctx, ctx_mask_or_none)
+
+        src_mask = src_tokens.eq(self.padding_idx)
+        ctx_mask = ctx_tokens.eq(self.padding_idx)
+        x_ctx = self.ctx_layer(x_ctx, encoder_padding_mask=self._mask_or_none(ctx_tokens))
+        if self.ctx_layer_norm is not None:
+            x_ctx = self.ctx_layer_norm(x_ctx)
+        x, gate = self.layers[-1](x_src, self._mask_or_none(src_tokens), ctx=x_ctx,
+                                  ctx_padding_mask=self._mask_or_none(ctx_tokens))
+        if return_all_hiddens:
+            encoder_states.append(x)
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+
+        return {
+            "encoder_out": [x],  # T x B x C
+            "encoder_padding_mask": [src_mask],  # B x T
+            "encoder_embedding": [encoder_embedding],  # B x T x C
+            "encoder_states": encoder_states,  # List[T x B x C]
+            "fc_results": [],
+            "src_tokens": [],
+            "src_lengths": [src_tokens.ne(self.padding_idx).sum(dim=1, dtype=torch.int32).reshape(-1, 1)],
+            "ctx_out": [x_ctx],  # T_ctx x B x C
+            "ctx_padding_mask": [ctx_mask],  # B x T_ctx
+            "ctx_gate": [gate] if return_gate else [],  # T x B x C
+        }
+
+    def _mask_or_none(self, tokens: Tensor) -> Optional[Tensor]:
+        mask = tokens.eq(self.padding_idx)
+        return mask if bool(mask.any()) else None
+
+    @torch.jit.export
+    def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
+        """Upstream reordering plus the context encoder's output, mask and gate."""
+        new = super().reorder_encoder_out(encoder_out, new_order)
+        new["ctx_out"] = [t.index_select(1, new_order) for t in encoder_out.get("ctx_out", [])]
+        new["ctx_padding_mask"] = [t.index_select(0, new_order) for t in encoder_out.get("ctx_padding_mask", [])]
+        new["ctx_gate"] = [t.index_select(1, new_order) for t in encoder_out.get("ctx_gate", [])]
+        return new
+
+
+@register_model("transformer_ctxenc")
+class TransformerCtxEncModel(TransformerModel):
+    """Voita et al. (2018) context-aware Transformer; see the module docstring."""
+
+    # read by --task document_translation: batches carry ctx_tokens/ctx_lengths
+    accepts_context = True
+
+    @classmethod
+    def build_model(cls, args, task):
+        transformer_ctxenc(args)
+        validate_ctxenc_args(args)
+        return super().build_model(args, task)
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        return TransformerCtxEncEncoder(args, src_dict, embed_tokens)
+
+    def forward(
+        self,
+        src_tokens,
+        src_lengths,
+        prev_output_tokens,
+        ctx_tokens: Optional[Tensor] = None,
+        ctx_lengths: Optional[Tensor] = None,
+        return_all_hiddens: bool = True,
+        features_only: bool = False,
+        alignment_layer: Optional[int] = None,
+        alignment_heads: Optional[int] = None,
+    ):
+        """Mirrors ``TransformerModelBase.forward`` with the context passed to the encoder."""
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, ctx_tokens=ctx_tokens,
+                                   ctx_lengths=ctx_lengths, return_all_hiddens=return_all_hiddens)
+        return self.decoder(
+            prev_output_tokens,
+            encoder_out=encoder_out,
+            features_only=features_only,
+            alignment_layer=alignment_layer,
+            alignment_heads=alignment_heads,
+            src_lengths=src_lengths,
+            return_all_hiddens=return_all_hiddens,
+        )
+
+
+@register_model_architecture("transformer_ctxenc", "transformer_ctxenc")
+def transformer_ctxenc(args):
+    """Transformer-Base dimensions (the paper's setting)."""
+    base_architecture(args)
+
+
+@register_model_architecture("transformer_ctxenc", "transformer_ctxenc_big")
+def transformer_ctxenc_big(args):
+    transformer_wmt_en_de_big(args)
+    transformer_ctxenc(args)
+
+
+@register_model_architecture("transformer_ctxenc", "transformer_ctxenc_iwslt_de_en")
+def transformer_ctxenc_iwslt_de_en(args):
+    """Small preset (fairseq's transformer_iwslt_de_en: d 512, ffn 1024, 4 heads)."""
+    transformer_iwslt_de_en(args)
+    transformer_ctxenc(args)
+
+
+@register_model_architecture("transformer_ctxenc", "transformer_ctxenc_tiny")
+def transformer_ctxenc_tiny(args):
+    """Tiny preset for tests: 2+2 layers, dim 16, ffn 32, 2 heads."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 16)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 32)
+    args.encoder_layers = getattr(args, "encoder_layers", 2)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 2)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 16)
+    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 32)
+    args.decoder_layers = getattr(args, "decoder_layers", 2)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 2)
+    transformer_ctxenc(args)

@@ -1,0 +1,282 @@
+"""``--task document_translation``: translation with document context
+(Voita et al., ACL 2018, "Context-Aware Neural Machine Translation Learns
+Anaphora Resolution").
+
+Data: the usual ``fairseq-preprocess`` output plus one document id per line of
+every split, in ``{split}.{src}-{tgt}.docids`` beside the ``.bin``/``.idx``
+files (``{split}.{tgt}-{src}.docids`` is also accepted).  A document is a run
+of consecutive lines with the same id.  A missing docids file, a docids file
+whose line count differs from the data, and ``--context-size < 0`` fail when
+the split is loaded, with a message naming the file or flag.
+
+Context of sentence ``i`` (see ``fairseq_ctx.data.document_context_dataset``):
+``--context-mode previous`` (default) the ``--context-size`` (default 1)
+preceding source sentences of its document, empty at a document start;
+``next`` the following ones; ``random`` random sentences of the split (seeded
+by ``--context-seed``).  ``--shuffle-context`` hands every sentence the
+context of another sentence of the split (the paper's check that the model
+uses its context; meant for evaluation).
+
+How the model gets it:
+
+* context-aware architectures (model class attribute ``accepts_context``,
+  e.g. ``--arch transformer_ctxenc``): ``net_input`` carries ``ctx_tokens``
+  (B x T_ctx, padded like the source) and ``ctx_lengths``;
+* ``--concat-context``: the context is glued to the source with a separator
+  symbol, for any architecture (the paper's concatenation row with
+  ``--arch transformer``);
+* any other architecture translates sentence by sentence (the context keys
+  are dropped before the model sees the batch), so a baseline runs with the
+  same data and flags.
+
+The separator symbol (``--context-separator``, default ``<sep>``) is added
+with ``Dictionary.add_symbol`` to the source *and* target dictionaries when
+the task is set up, every time and in every mode, so joined dictionaries stay
+equal (``--share-all-embeddings`` keeps working), and any checkpoint trained
+with this task has the same vocabulary size whatever the mode.  (It also
+means a checkpoint trained with plain ``--task translation`` has one
+embedding row fewer and must be evaluated with its own task.)
+
+The task flags are not read back from the checkpoint: pass the same
+``--task document_translation --context-size ... [--concat-context]`` to
+``fairseq-generate``/``-interactive``/``-validate`` as to training.
+
+``fairseq-interactive``: each input line is translated with the preceding
+lines of its document as context; an empty line starts a new document and is
+not translated (it gets no ``H-`` line; ids keep counting input lines).  The
+task remembers the last ``--context-size`` lines of the current document
+between calls of ``build_dataset_for_inference``, i.e. across
+``--buffer-size`` buffers, and the context is source text only, so the output
+does not depend on ``--buffer-size`` or ``--batch-size``.  Only ``previous``
+context exists there (no ``next``/``random``/``--shuffle-context``).  Because
+fairseq-interactive keeps only ``src_tokens``/``src_lengths`` of a batch, the
+context travels glued to the source (``S-`` lines show ``context <sep>
+source``) and ``inference_step`` splits it off again for context-aware
+models; a literal separator or ``</s>`` typed in an input line is read as
+``<unk>``.
+
+For scorers (contrastive evaluation): :meth:`DocumentTranslationTask.build_context_dataset`
+builds batches from explicit (context sentences, source, target) token lists,
+and :meth:`DocumentTranslationTask.model_input` gives the ``net_input`` a given
+model accepts.
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from fairseq import utils
+from fairseq.data import LanguagePairDataset
+from fairseq.dataclass import ChoiceEnum
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask
+
+from fairseq_ctx.data.document_context_dataset import (
+    DocumentContextDataset,
+    compute_context_index,
+    split_concatenated,
+)
+
+logger = logging.getLogger(__name__)
+
+CONTEXT_KEYS = ("ctx_tokens", "ctx_lengths")
+
+
+@dataclass
+class DocumentTranslationConfig(TranslationConfig):
+    context_size: int = field(default=1, metadata={
+        "help": "number of context sentences per sentence (0 = none)"})
+    context_mode: ChoiceEnum(["previous", "next", "random"]) = field(default="previous", metadata={
+        "help": "which sentences form the context: the preceding ones of the same document, "
+                "the following ones, or random sentences of the split (control)"})
+    shuffle_context: bool = field(default=False, metadata={
+        "help": "give every sentence the context of another sentence (evaluation control)"})
+    concat_context: bool = field(default=False, metadata={
+        "help": "glue the context to the source with the separator symbol "
+                "(concatenation baseline, any architecture)"})
+    context_separator: str = field(default="<sep>", metadata={
+        "help": "separator symbol added to the dictionaries"})
+    context_seed: int = field(default=1, metadata={
+        "help": "seed of --context-mode random and --shuffle-context"})
+
+
+def unwrap_model(model):
+    while hasattr(model, "module") and not hasattr(model, "encoder"):
+        model = model.module
+    return model
+
+
+def accepts_context(model) -> bool:
+    return bool(getattr(unwrap_model(model), "accepts_context", False))
+
+
+@register_task("document_translation", dataclass=DocumentTranslationConfig)
+class DocumentTranslationTask(TranslationTask):
+    """Translation with the context of surrounding sentences (see module docstring)."""
+
+    cfg: DocumentTranslationConfig
+
+    def __init__(self, cfg: DocumentTranslationConfig, src_dict, tgt_dict):
+        super().__init__(cfg, src_dict, tgt_dict)
+        self.sep = src_dict.add_symbol(cfg.context_separator)
+        if tgt_dict.add_symbol(cfg.context_separator) != self.sep and src_dict == tgt_dict:
+            raise ValueError("separator symbol got different indices in equal dictionaries")
+        # set by build_model; None until a model is known
+        self.model_accepts_context: Optional[bool] = None
+        self._history: List[torch.Tensor] = []
+        self._packed_inference = False
+
+    @classmethod
+    def setup_task(cls, cfg: DocumentTranslationConfig, **kwargs):
+        if cfg.context_size < 0:
+            raise ValueError(f"--context-size must be >= 0, got {cfg.context_size}")
+        return super().setup_task(cfg, **kwargs)
+
+    # ---------------------------------------------------------------- data
+    def _input_mode(self) -> str:
+        if self.cfg.concat_context:
+            return "concat"
+        return "none" if self.model_accepts_context is False else "separate"
+
+    def docids_path(self, data_path: str, split: str) -> str:
+        src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        candidates = [os.path.join(data_path, f"{split}.{a}-{b}.docids") for a, b in ((src, tgt), (tgt, src))]
+        for path in candidates:
+            if os.path.exists(path):
+                return path
+        raise FileNotFoundError(
+            f"document_translation: no document ids for split '{split}': expected {candidates[0]} "
+            "(one document id per line of the split, beside the binarized data)")
+
+    @staticmethod
+    def read_docids(path: str, num_lines: int) -> np.ndarray:
+        with open(path, encoding="utf-8") as f:
+            docids = f.read().splitlines()
+        if len(docids) != num_lines:
+            raise ValueError(
+                f"document_translation: {path} has {len(docids)} lines but the split has "
+                f"{num_lines} sentences; the docids file must have one line per sentence")
+        return np.array(docids)
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        paths = utils.split_paths(self.cfg.data)
+        if split != self.cfg.train_subset:
+            paths = paths[:1]
+        data_path = paths[(epoch - 1) % len(paths)]
+        docids_file = self.docids_path(data_path, split)
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        pair = self.datasets[split]
+        docids = self.read_docids(docids_file, len(pair))
+        index = compute_context_index(docids, self.cfg.context_size, self.cfg.context_mode,
+                                      seed=self.cfg.context_seed, shuffle=self.cfg.shuffle_context)
+        self.datasets[split] = DocumentContextDataset(
+            pair, index, pair.src, pair.src_sizes, self.sep, input_mode=self._input_mode(),
+            max_context_tokens=self.cfg.max_source_positions)
+        logger.info(f"{split}: {len(pair)} sentences in {len(set(docids.tolist()))} documents, "
+                    f"context {self.cfg.context_mode} x{self.cfg.context_size}"
+                    f"{' shuffled' if self.cfg.shuffle_context else ''}, input {self._input_mode()}")
+
+    def build_context_dataset(self, sources: Sequence[torch.Tensor], contexts: Sequence[Sequence[torch.Tensor]],
+                              targets: Optional[Sequence[torch.Tensor]] = None, model=None):
+        """Dataset of explicitly given examples, for scorers and tests.
+
+        ``sources[i]``/``targets[i]``: token tensors (with EOS, as from
+        ``Dictionary.encode_line``); ``contexts[i]``: list of context sentence
+        token tensors, oldest first (may be empty).  The context reaches
+        ``model`` (default: the last model built) the way this task's flags
+        say; use ``dataset.collater([dataset[i] for i in ids])`` for a batch
+        and :meth:`model_input` for the keys the model takes."""
+        mode = self._input_mode() if model is None else (
+            "concat" if self.cfg.concat_context else "separate" if accepts_context(model) else "none")
+        pair = LanguagePairDataset(
+            list(sources), np.array([len(s) for s in sources]), self.source_dictionary,
+            list(targets) if targets is not None else None,
+            np.array([len(t) for t in targets]) if targets is not None else None,
+            self.target_dictionary, left_pad_source=self.cfg.left_pad_source,
+            left_pad_target=self.cfg.left_pad_target, shuffle=False)
+        return DocumentContextDataset.from_explicit(
+            pair, contexts, self.sep, input_mode=mode, max_context_tokens=self.cfg.max_source_positions)
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        """Interactive translation: lines of one buffer, in input order; context
+        from this buffer and the remembered tail of the previous ones."""
+        if self.cfg.context_mode != "previous" or self.cfg.shuffle_context:
+            raise ValueError("interactive translation supports only --context-mode previous "
+                             "without --shuffle-context")
+        eos, unk = self.source_dictionary.eos(), self.source_dictionary.unk()
+        lines = []
+        for t in src_tokens:
+            t = t.clone()
+            body = t[:-1]
+            body[(body == eos) | (body == self.sep)] = unk  # keep the glued layout unambiguous
+            lines.append(t)
+        empty = np.array([len(t) <= 1 for t in lines], dtype=bool)
+        pool = list(self._history) + lines
+        docids, doc = [0] * len(self._history), 0
+        for is_empty in empty:
+            # an empty line is a document of its own and starts a new one
+            doc += int(is_empty)
+            docids.append(doc)
+            doc += int(is_empty)
+        index = compute_context_index(docids, self.cfg.context_size, "previous")[len(self._history):]
+        last_doc = docids[-1] if not empty[-1] else None
+        tail = [t for t, d in zip(pool, docids) if d == last_doc]
+        self._history = tail[-self.cfg.context_size:] if self.cfg.context_size else []
+        pair = LanguagePairDataset(lines, src_lengths, self.source_dictionary,
+                                   tgt_dict=self.target_dictionary, constraints=constraints)
+        self._packed_inference = bool(self.model_accepts_context) and not self.cfg.concat_context
+        mode = "concat" if (self.cfg.concat_context or self._packed_inference) else "none"
+        return DocumentContextDataset(
+            pair, index, pool, np.array([len(t) for t in pool], dtype=np.int64), self.sep,
+            input_mode=mode, max_context_tokens=self.cfg.max_source_positions, skip=empty)
+
+    def reset_document(self):
+        """Forget the interactive document history (as an empty input line does)."""
+        self._history = []
+
+    # --------------------------------------------------------------- model
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        self.model_accepts_context = accepts_context(model)
+        if not self.model_accepts_context and not self.cfg.concat_context and self.cfg.context_size > 0:
+            logger.info("sentence-level architecture without --concat-context: context is ignored")
+        for dataset in self.datasets.values():
+            if isinstance(dataset, DocumentContextDataset) and dataset.input_mode != "concat":
+                dataset.input_mode = "separate" if self.model_accepts_context else "none"
+        return model
+
+    def model_input(self, models, sample):
+        """``sample`` with the ``net_input`` the given model(s) accept: context
+        keys dropped for sentence-level models; for context-aware models a
+        glued interactive batch is split into source and context."""
+        flags = [accepts_context(m) for m in models]
+        if any(flags) and not all(flags):
+            raise ValueError("cannot ensemble context-aware and sentence-level models")
+        net_input = sample["net_input"]
+        if all(flags):
+            if "ctx_tokens" not in net_input and self._packed_inference:
+                src, src_lengths, ctx, ctx_lengths = split_concatenated(
+                    net_input["src_tokens"], self.source_dictionary.pad(), self.source_dictionary.eos(),
+                    self.sep, left_pad=self.cfg.left_pad_source)
+                net_input = dict(net_input, src_tokens=src, src_lengths=src_lengths,
+                                 ctx_tokens=ctx, ctx_lengths=ctx_lengths)
+                return dict(sample, net_input=net_input)
+            return sample
+        if any(k in net_input for k in CONTEXT_KEYS):
+            net_input = {k: v for k, v in net_input.items() if k not in CONTEXT_KEYS}
+            return dict(sample, net_input=net_input)
+        return sample
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        return super().train_step(self.model_input([model], sample), model, criterion, optimizer,
+                                  update_num, ignore_grad)
+
+    def valid_step(self, sample, model, criterion):
+        return super().valid_step(self.model_input([model], sample), model, criterion)
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        return super().inference_step(generator, models, self.model_input(models, sample),
+                                      prefix_tokens=prefix_tokens, constraints=constraints)

@@ -1,0 +1,225 @@
+"""Tests of transformer_ctxenc (Voita et al., ACL 2018): the gated layer, the
+shared context encoder, parameter counts, padding invariance, incremental
+decoding, beam reordering, and fairseq-train/generate/interactive runs with
+--task document_translation."""
+import math
+
+import pytest
+import torch
+
+import fairseq_ctx  # noqa: F401  (registers the arch and the task)
+from fairseq import options
+from fairseq.data import Dictionary
+from fairseq.models import ARCH_MODEL_REGISTRY
+from fairseq.tasks.translation import TranslationTask
+
+from fairseq_ctx.models import transformer_ctxenc as ctxenc_mod
+from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
+from tests.utils import generate, interactive, make_parallel_data, preprocess, train
+
+torch.set_num_threads(1)
+
+TASK = ["--task", "document_translation"]
+
+
+def _dictionary(n=40):
+    d = Dictionary()
+    for i in range(n):
+        d.add_symbol(f"w{i}")
+    return d
+
+
+def build(arch, extra=(), dictionary=None):
+    d = dictionary if dictionary is not None else _dictionary()
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, ["/nonexistent", "--arch", arch, *extra])
+    task = TranslationTask(args, d, d)
+    return ARCH_MODEL_REGISTRY[args.arch].build_model(args, task)
+
+
+def n_params(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+def tiny(extra=()):
+    torch.manual_seed(0)
+    model = build("transformer_ctxenc_tiny", ["--dropout", "0", *extra])
+    model.eval()
+    return model
+
+
+def rand_tokens(bsz, length, seed, pad_to=None, lengths=None):
+    """Left-padded random sentences ending in EOS (index 2)."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = lengths or [length] * bsz
+    width = pad_to or max(lengths)
+    out = torch.full((bsz, width), 1, dtype=torch.long)
+    for b, n in enumerate(lengths):
+        out[b, width - n:] = torch.randint(4, 40, (n,), generator=g)
+        out[b, -1] = 2
+    return out
+
+
+# ---------------------------------------------------------------------------
+# parameters and construction
+# ---------------------------------------------------------------------------
+
+def test_parameter_growth_base():
+    """Own context layer (3,152,384) + context attention (1,050,624) + gate
+    (524,800) over transformer Base with the same dictionary."""
+    d = _dictionary(1000)
+    base, ctx = build("transformer", dictionary=d), build("transformer_ctxenc", dictionary=d)
+    assert n_params(ctx) - n_params(base) == 3_152_384 + 1_050_624 + 524_800
+
+
+def test_parameter_growth_presets():
+    d = _dictionary(200)
+    for plain, arch, dim, ffn in (("transformer_wmt_en_de_big", "transformer_ctxenc_big", 1024, 4096),
+                                  ("transformer_iwslt_de_en", "transformer_ctxenc_iwslt_de_en", 512, 1024)):
+        layer = 4 * dim * dim + 4 * dim + 2 * dim * ffn + ffn + dim + 4 * dim
+        extra = layer + (4 * dim * dim + 4 * dim) + (2 * dim * dim + dim)
+        assert n_params(build(arch, dictionary=d)) - n_params(build(plain, dictionary=d)) == extra
+
+
+def test_structure_shares_lower_layers():
+    model = tiny(["--encoder-layers", "3"])
+    enc = model.encoder
+    assert isinstance(enc.layers[-1], CtxEncGatedEncoderLayer)
+    assert not isinstance(enc.ctx_layer, CtxEncGatedEncoderLayer)
+    assert len(enc.layers) == 3
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--encoder-layerdrop", "0.1"], "--encoder-layerdrop"),
+    (["--encoder-layers", "0"], "--encoder-layers"),
+])
+def test_bad_flags(extra, flag):
+    with pytest.raises(ValueError, match=flag):
+        build("transformer_ctxenc_tiny", extra)
+
+
+# ---------------------------------------------------------------------------
+# encoder
+# ---------------------------------------------------------------------------
+
+def test_encoder_out_shapes_and_gate():
+    model = tiny()
+    src, ctx = rand_tokens(3, 7, 1), rand_tokens(3, 5, 2)
+    out = model.encoder(src, torch.full((3,), 7), ctx_tokens=ctx, return_gate=True)
+    assert out["encoder_out"][0].shape == (7, 3, 16)
+    assert out["ctx_out"][0].shape == (5, 3, 16)
+    assert out["ctx_padding_mask"][0].shape == (3, 5)
+    gate = out["ctx_gate"][0]
+    assert gate.shape == (7, 3, 16) and bool((gate > 0).all()) and bool((gate < 1).all())
+
+
+def test_context_changes_output_and_none_is_empty_context():
+    model = tiny()
+    src = rand_tokens(2, 6, 3)
+    a = model.encoder(src, ctx_tokens=rand_tokens(2, 5, 4))["encoder_out"][0]
+    b = model.encoder(src, ctx_tokens=rand_tokens(2, 5, 5))["encoder_out"][0]
+    assert (a - b).abs().max() > 1e-4
+    none = model.encoder(src)["encoder_out"][0]
+    empty = model.encoder(src, ctx_tokens=torch.full((2, 1), 2))["encoder_out"][0]
+    assert torch.allclose(none, empty)
+
+
+def test_joint_and_separate_shared_passes_agree(monkeypatch):
+    model = tiny()
+    src = rand_tokens(3, 0, 6, lengths=[7, 4, 6])
+    ctx = rand_tokens(3, 0, 7, lengths=[3, 6, 5])
+    monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 100.0)
+    joint = model.encoder(src, ctx_tokens=ctx, return_all_hiddens=True)
+    monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 0.0)
+    sep = model.encoder(src, ctx_tokens=ctx, return_all_hiddens=True)
+    for key in ("encoder_out", "ctx_out", "encoder_states"):
+        for x, y in zip(joint[key], sep[key]):
+            assert torch.allclose(x, y, atol=1e-5), key
+
+
+def test_padding_invariance():
+    """A sentence's decoder output is unchanged when batched with longer
+    sentences and longer contexts."""
+    model = tiny()
+    src = rand_tokens(1, 5, 8)
+    ctx = rand_tokens(1, 4, 9)
+    prev = rand_tokens(1, 6, 10)
+    alone = model(src, torch.tensor([5]), prev, ctx_tokens=ctx)[0]
+    src_b = torch.cat([torch.cat([torch.ones(1, 4, dtype=torch.long), src], 1), rand_tokens(1, 9, 11)])
+    ctx_b = torch.cat([torch.cat([torch.ones(1, 8, dtype=torch.long), ctx], 1), rand_tokens(1, 12, 12)])
+    prev_b = torch.cat([torch.cat([prev, torch.ones(1, 3, dtype=torch.long)], 1), rand_tokens(1, 9, 13)])
+    batched = model(src_b, torch.tensor([5, 9]), prev_b, ctx_tokens=ctx_b)[0]
+    assert torch.allclose(alone[0], batched[0, :6], atol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# decoding
+# ---------------------------------------------------------------------------
+
+def _incremental(model, encoder_out, prev, state=None, start=0):
+    state = {} if state is None else state
+    outs = []
+    for t in range(start, prev.size(1)):
+        out, _ = model.decoder(prev[:, :t + 1], encoder_out=encoder_out, incremental_state=state)
+        outs.append(out)
+    return torch.cat(outs, dim=1), state
+
+
+def test_incremental_equals_full_forward():
+    model = tiny()
+    src, ctx, prev = rand_tokens(3, 6, 14), rand_tokens(3, 4, 15), rand_tokens(3, 5, 16)
+    full = model(src, None, prev, ctx_tokens=ctx)[0]
+    enc = model.encoder(src, ctx_tokens=ctx)
+    step, _ = _incremental(model, enc, prev)
+    assert torch.allclose(full, step, atol=1e-5)
+
+
+def test_beam_reordering_mid_sequence():
+    model = tiny()
+    src, ctx, prev = rand_tokens(2, 6, 17), rand_tokens(2, 4, 18), rand_tokens(2, 5, 19)
+    order = torch.tensor([1, 0, 1])
+    enc = model.encoder(src, ctx_tokens=ctx)
+    _, state = _incremental(model, enc, prev[:, :2])
+    enc = model.encoder.reorder_encoder_out(enc, order)
+    assert enc["ctx_out"][0].shape[1] == 3 and enc["ctx_padding_mask"][0].shape[0] == 3
+    model.decoder.reorder_incremental_state_scripting(state, order)
+    rest, _ = _incremental(model, enc, prev[order], state=state, start=2)
+    expected = model(src[order], None, prev[order], ctx_tokens=ctx[order])[0][:, 2:]
+    assert torch.allclose(rest, expected, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ctxenc")
+    data = make_parallel_data(root / "raw", num_train=120, num_valid=12, num_test=14)
+    bin_dir = preprocess(data, root / "bin")
+    train(bin_dir, root / "ckpt", arch="transformer_ctxenc_tiny", model_flags=(), task_flags=TASK,
+          max_update=4, extra=["--share-all-embeddings"])
+    return bin_dir, root / "ckpt" / "checkpoint_last.pt", data
+
+
+def test_generate_every_sentence_finite(trained):
+    bin_dir, ckpt, data = trained
+    hyps, srcs, _ = generate(bin_dir, ckpt, task_flags=TASK, beam=2)
+    assert sorted(hyps) == list(range(14)) == sorted(srcs)
+    assert all(math.isfinite(score) for _, score in hyps.values())
+
+
+def test_score_reference(trained):
+    bin_dir, ckpt, _ = trained
+    hyps, _, _ = generate(bin_dir, ckpt, task_flags=TASK, extra=["--score-reference"])
+    assert sorted(hyps) == list(range(14))
+    assert all(math.isfinite(score) and score < 0 for _, score in hyps.values())
+
+
+def test_interactive(trained):
+    bin_dir, ckpt, data = trained
+    lines = (data / "test.src").read_text().splitlines()[:3]
+    hyps, proc = interactive(bin_dir, ckpt, lines, task_flags=TASK)
+    assert len(hyps) == 3
+    # the second line is shown with its context glued in front
+    assert f"S-1\t{lines[0]} <sep> {lines[1]}" in proc.stdout
