@@ -1,0 +1,208 @@
+"""Jensen-Shannon divergence between the two feature-interaction attentions
+of the DC module, per encoder layer (Ampomah et al. 2021, Sect. 7.2,
+Eq. 10-13, Figure 4).
+
+For every DC encoder layer l and every real (non-pad) source token t:
+
+* Eq. 10: alpha_g, alpha_l are reduced over the n_h heads by an element-wise
+  maximum ("the attention head with the maximum weight distribution"),
+  renormalised over the keys so that each is a distribution again (the paper
+  does not say; without it the JS divergence is undefined).
+* Eq. 11-12: dv = JS(alpha_g || alpha_l) = KL(alpha_g || m)/2 + KL(alpha_l || m)/2,
+  m = (alpha_g + alpha_l)/2, natural logarithm (so 0 <= dv <= ln 2), over the
+  real source positions only.
+
+dv^l is the mean over all real tokens of the data set; Eq. 13, E_d, is the
+mean of dv^l over the L layers (over the DC layers when only a subset of the
+encoder carries the module, Table 5).
+
+Several checkpoints (e.g. models trained with different ``--dc-kernel-size``,
+Figure 4) can be given as ``--path a.pt:b.pt``; each is analysed on its own,
+not as an ensemble. Writes ``OUT/dc_divergence.json`` and
+``OUT/dc_divergence.png`` ((a) dv^l per layer, (b) E_d per checkpoint).
+
+Usage::
+
+    python3 -m fairseq_ctx.analysis.dc_divergence --path CKPT DATA-BIN \\
+        --gen-subset valid --out DIR [--max-tokens 4000] [--limit N] [--cpu]
+"""
+import json
+import logging
+import math
+import os
+import sys
+from typing import Dict, List
+
+import torch
+
+logger = logging.getLogger("fairseq_ctx.analysis.dc_divergence")
+
+
+def head_max_distribution(alpha: torch.Tensor) -> torch.Tensor:
+    """Eq. 10: element-wise max over heads, renormalised over keys.
+    alpha: B x H x T x S -> B x T x S."""
+    a = alpha.max(dim=1).values
+    return a / a.sum(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Eq. 12 with 0 log 0 = 0, over the last dimension (nats)."""
+    return (torch.xlogy(p, p) - torch.xlogy(p, q)).sum(dim=-1)
+
+
+def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Eq. 11 over the last dimension (nats, in [0, ln 2])."""
+    m = 0.5 * (p + q)
+    return 0.5 * kl_divergence(p, m) + 0.5 * kl_divergence(q, m)
+
+
+def layer_divergences(dc_alpha: List[torch.Tensor], src_mask: torch.Tensor):
+    """Sum of per-token JS divergences for each DC layer of one batch.
+
+    dc_alpha: per DC layer, B x 2 x H x T x T ([alpha_l, alpha_g]);
+    src_mask: B x T, True at real tokens. Returns (sums per layer, #tokens)."""
+    sums = []
+    mask = src_mask.to(torch.float64)
+    for alpha in dc_alpha:
+        a = alpha.to(torch.float64)
+        alpha_l = head_max_distribution(a[:, 0])
+        alpha_g = head_max_distribution(a[:, 1])
+        dv = js_divergence(alpha_g, alpha_l)  # B x T
+        sums.append(float((dv * mask).sum()))
+    return sums, int(src_mask.sum())
+
+
+def analyse_model(model, task, subset: str, cfg, limit: int = 0) -> Dict:
+    from fairseq import utils
+
+    encoder = model.encoder
+    if not hasattr(encoder, "return_dc_alpha"):
+        raise ValueError("the checkpoint is not a transformer_dc model (no DC encoder)")
+    dc_layers = list(encoder.dc_layers)
+    if not dc_layers:
+        raise ValueError("the checkpoint has no DC encoder layers (--dc-encoder-layers none): nothing to analyse")
+    dataset = task.dataset(subset)
+    itr = task.get_batch_iterator(
+        dataset=dataset,
+        max_tokens=cfg.dataset.max_tokens,
+        max_sentences=cfg.dataset.batch_size,
+        max_positions=utils.resolve_max_positions(task.max_positions(), model.max_positions()),
+        ignore_invalid_inputs=cfg.dataset.skip_invalid_size_inputs_valid_test,
+        required_batch_size_multiple=cfg.dataset.required_batch_size_multiple,
+        seed=cfg.common.seed,
+        num_workers=cfg.dataset.num_workers,
+    ).next_epoch_itr(shuffle=False)
+    use_cuda = torch.cuda.is_available() and not cfg.common.cpu
+    totals = [0.0] * len(dc_layers)
+    n_tokens = n_sents = 0
+    encoder.return_dc_alpha = True
+    try:
+        with torch.no_grad():
+            for sample in itr:
+                if use_cuda:
+                    sample = utils.move_to_cuda(sample)
+                src_tokens = sample["net_input"]["src_tokens"]
+                out = encoder(src_tokens, src_lengths=sample["net_input"]["src_lengths"])
+                sums, ntok = layer_divergences(out["dc_alpha"], src_tokens.ne(encoder.padding_idx))
+                totals = [t + s for t, s in zip(totals, sums)]
+                n_tokens += ntok
+                n_sents += src_tokens.size(0)
+                if limit and n_sents >= limit:
+                    break
+    finally:
+        encoder.return_dc_alpha = False
+    if n_tokens == 0:
+        raise ValueError(f"subset {subset!r} has no source tokens")
+    dv = {str(layer + 1): totals[i] / n_tokens for i, layer in enumerate(dc_layers)}
+    return {
+        "kernel_size": encoder.dc_modules()[0].kernel_size,
+        "encoder_layers": len(encoder.layers),
+        "dc_encoder_layers": [layer + 1 for layer in dc_layers],
+        "dv": dv,
+        "E_d": sum(dv.values()) / len(dv),
+        "num_sentences": n_sents,
+        "num_tokens": n_tokens,
+    }
+
+
+def plot(results: List[Dict], path: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10, 4))
+    labels = []
+    for res in results:
+        label = f"f={res['kernel_size']} ({os.path.basename(res['path'])})"
+        labels.append(label)
+        layers = [int(k) for k in res["dv"]]
+        ax_a.plot(layers, list(res["dv"].values()), marker="o", label=label)
+    ax_a.set_xlabel("encoder layer l")
+    ax_a.set_ylabel("dv^l = JS(alpha_g || alpha_l) [nats]")
+    ax_a.set_title("(a) divergence per encoder layer")
+    ax_a.legend(fontsize=7)
+    ax_b.bar(range(len(results)), [r["E_d"] for r in results])
+    ax_b.set_xticks(range(len(results)))
+    ax_b.set_xticklabels([f"f={r['kernel_size']}" for r in results])
+    ax_b.set_ylabel("E_d [nats]")
+    ax_b.set_title("(b) mean divergence E_d (Eq. 13)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None):
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
+                        stream=sys.stdout)
+    import fairseq_ctx  # noqa: F401  (registers transformer_dc; safe checkpoint loading)
+    from fairseq import checkpoint_utils, options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    parser = options.get_generation_parser()
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory for the JSON and PNG")
+    parser.add_argument("--limit", type=int, default=0, metavar="N",
+                        help="analyse at most about N sentences per checkpoint (0: all)")
+    args = options.parse_args_and_arch(parser, input_args=argv)
+    if args.max_tokens is None and args.batch_size is None:
+        args.max_tokens = 4000
+    cfg = convert_namespace_to_omegaconf(args)
+    utils.import_user_module(cfg.common)
+    if cfg.common_eval.path is None:
+        raise ValueError("--path is required")
+    task = tasks.setup_task(cfg.task)
+    overrides = eval(cfg.common_eval.model_overrides)
+    results = []
+    loaded_subset = False
+    for path in utils.split_paths(cfg.common_eval.path):
+        models, saved_cfg = checkpoint_utils.load_model_ensemble([path], arg_overrides=overrides, task=task)
+        model = models[0].eval()
+        if torch.cuda.is_available() and not cfg.common.cpu:
+            model = model.cuda()
+        if not loaded_subset:
+            task.load_dataset(cfg.dataset.gen_subset, task_cfg=saved_cfg.task)
+            loaded_subset = True
+        res = analyse_model(model, task, cfg.dataset.gen_subset, cfg, limit=args.limit)
+        res["path"] = path
+        logger.info("%s: E_d = %.4f, dv^l = %s", path, res["E_d"],
+                    ", ".join(f"{k}: {v:.4f}" for k, v in res["dv"].items()))
+        results.append(res)
+
+    os.makedirs(args.out, exist_ok=True)
+    summary = {
+        "subset": cfg.dataset.gen_subset,
+        "log_base": "e (divergences in nats, bounded by ln 2 = %.4f)" % math.log(2),
+        "head_reduction": "element-wise max over heads, renormalised over keys (Eq. 10)",
+        "checkpoints": results,
+    }
+    json_path = os.path.join(args.out, "dc_divergence.json")
+    with open(json_path, "w") as f:
+        json.dump(summary, f, indent=2)
+    png_path = os.path.join(args.out, "dc_divergence.png")
+    plot(results, png_path)
+    logger.info("wrote %s and %s", json_path, png_path)
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,321 @@
+"""Tests for transformer_dc (Ampomah et al. 2021, Dual Contextual module)."""
+import json
+import math
+import shlex
+from pathlib import Path
+
+import pytest
+import torch
+
+import fairseq_ctx  # noqa: F401  (registers transformer_dc)
+from fairseq import options
+from fairseq.data import Dictionary
+from fairseq.models import ARCH_MODEL_REGISTRY
+from fairseq.tasks.translation import TranslationTask
+
+from fairseq_ctx.analysis.dc_divergence import head_max_distribution, js_divergence
+from fairseq_ctx.models.transformer_dc import parse_layer_spec
+from fairseq_ctx.modules.dual_contextual import DualContextualModule
+from tests.utils import REPO, generate, interactive, make_parallel_data, preprocess, run_cli, train
+
+torch.set_num_threads(1)
+
+
+def _dictionary(n=40):
+    d = Dictionary()
+    for i in range(n):
+        d.add_symbol(f"w{i}")
+    return d
+
+
+def build(arch, extra=(), dictionary=None):
+    d = dictionary if dictionary is not None else _dictionary()
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, ["/nonexistent", "--arch", arch, *extra])
+    task = TranslationTask(args, d, d)
+    return ARCH_MODEL_REGISTRY[args.arch].build_model(args, task)
+
+
+def n_params(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+# ---------------------------------------------------------------------------
+# module
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("f", [1, 2, 3, 4])
+def test_conv_matches_eq6_window(f, causal):
+    """The fused convolution equals Eq. 6 written out: GLU-input
+    [r_{t-a}, ..., r_{t+b}] W_r + b_r with zeros outside the sentence."""
+    torch.manual_seed(0)
+    C, T, B = 8, 7, 2
+    m = DualContextualModule(C, 2, kernel_size=f, causal=causal)
+    torch.nn.init.normal_(m.conv_bias)
+    r = torch.randn(T, B, C)
+    a = f - 1 if causal else f // 2
+    padded = torch.cat([r.new_zeros(a, B, C), r, r.new_zeros(f - 1 - a, B, C)])
+    window = torch.cat([padded[k:k + T] for k in range(f)], dim=-1)  # T x B x f*C
+    w_r = m.conv_weight.permute(1, 0, 2).reshape(2 * C, f * C)  # (2C) x (f*C)
+    expected = window @ w_r.t() + m.conv_bias
+    assert torch.allclose(m._conv_full(r), expected, atol=1e-5)
+
+
+def test_module_shapes_and_weights():
+    torch.manual_seed(0)
+    C, H, T, B = 16, 4, 5, 3
+    m = DualContextualModule(C, H, kernel_size=2).eval()
+    r = torch.randn(T, B, C)
+    kpm = torch.zeros(B, T, dtype=torch.bool)
+    kpm[1, :2] = True
+    z, alpha = m(r, r, r, key_padding_mask=kpm, need_weights=True)
+    assert z.shape == (T, B, C)
+    assert alpha.shape == (B, 2, H, T, T)
+    assert torch.allclose(alpha.sum(-1), torch.ones(B, 2, H, T), atol=1e-5)
+    assert float(alpha[1, :, :, :, :2].detach().abs().max()) == 0.0  # padding gets no weight
+    z2, none = m(r, r, r, key_padding_mask=kpm)  # SDPA path gives the same output
+    assert none is None
+    assert torch.allclose(z, z2, atol=1e-5)
+    # W_r f*C x 2C + b, LN, 2 FI x QKV, W_z 2C x C + b (Eq. 6-8), no FI output projection
+    expected = 2 * C * 2 * C + 2 * C + 2 * C + 6 * (C * C + C) + 2 * C * C + C
+    assert n_params(m) == expected
+
+
+def test_layer_spec_parsing_and_bad_flags():
+    assert parse_layer_spec("all", 6, "--x") == list(range(6))
+    assert parse_layer_spec("none", 6, "--x") == []
+    assert parse_layer_spec("1,2,3,4,5,6", 6, "--x") == list(range(6))
+    assert parse_layer_spec("1-1", 6, "--x") == [0]
+    assert parse_layer_spec("5-6", 6, "--x") == [4, 5]
+    assert parse_layer_spec("1,3-4", 6, "--x") == [0, 2, 3]
+    with pytest.raises(ValueError, match="--dc-encoder-layers"):
+        build("transformer_dc_tiny", ["--dc-encoder-layers", "3"])
+    with pytest.raises(ValueError, match="--dc-decoder-layers"):
+        build("transformer_dc_tiny", ["--dc-decoder-layers", "0"])
+    with pytest.raises(ValueError, match="--dc-encoder-layers"):
+        build("transformer_dc_tiny", ["--dc-encoder-layers", "first"])
+    with pytest.raises(ValueError, match="--dc-kernel-size"):
+        build("transformer_dc_tiny", ["--dc-kernel-size", "0"])
+
+
+def test_presets_and_layer_selection():
+    def dc_flags(model):
+        return ([isinstance(l.self_attn, DualContextualModule) for l in model.encoder.layers],
+                [isinstance(l.self_attn, DualContextualModule) for l in model.decoder.layers])
+
+    assert dc_flags(build("transformer_dc_tiny")) == ([True, True], [False, False])
+    enc, dec = dc_flags(build("transformer_dc_tiny", ["--encoder-layers", "6", "--dc-encoder-layers", "1-4",
+                                                      "--dc-decoder-layers", "2"]))
+    assert enc == [True] * 4 + [False] * 2 and dec == [False, True]
+    for arch, enc_spec, dec_spec, layers, dim, heads in [
+        ("transformer_dc_dec", "none", "all", 6, 512, 8),
+        ("transformer_dc_full_big", "all", "all", 6, 1024, 16),
+        ("transformer_dc_iwslt", "all", "none", 4, 256, 4),
+        ("transformer_dc_full_iwslt", "all", "all", 4, 256, 4),
+    ]:
+        args = options.parse_args_and_arch(options.get_training_parser(), ["/nonexistent", "--arch", arch])
+        assert (args.dc_encoder_layers, args.dc_decoder_layers, args.dc_kernel_size) == (enc_spec, dec_spec, 2)
+        assert (args.encoder_layers, args.decoder_layers, args.encoder_embed_dim, args.encoder_attention_heads) == (
+            layers, layers, dim, heads)
+
+
+def test_parameter_growth_matches_paper():
+    """Table 1 text: +12.7M for Enc-DC or Dec-DC, about +25M for Full-DC
+    (Transformer-Base, f = 2); within 5%."""
+    d = _dictionary(1000)
+    base = n_params(build("transformer", dictionary=d))
+    growth = {arch: (n_params(build(arch, dictionary=d)) - base) / 1e6
+              for arch in ("transformer_dc", "transformer_dc_dec", "transformer_dc_full")}
+    assert abs(growth["transformer_dc"] - 12.7) / 12.7 < 0.05, growth
+    assert abs(growth["transformer_dc_dec"] - 12.7) / 12.7 < 0.05, growth
+    assert abs(growth["transformer_dc_full"] - 25.0) / 25.0 < 0.05, growth
+
+
+# ---------------------------------------------------------------------------
+# model-level invariances
+# ---------------------------------------------------------------------------
+def _tokens(lengths, pad_left, seed=0, bos=None):
+    g = torch.Generator().manual_seed(seed)
+    T = max(lengths)
+    out = torch.full((len(lengths), T), 1, dtype=torch.long)  # pad = 1
+    for i, n in enumerate(lengths):
+        seq = torch.randint(4, 40, (n,), generator=g)
+        if bos is not None:
+            seq[0] = bos
+        if pad_left:
+            out[i, T - n:] = seq
+        else:
+            out[i, :n] = seq
+    return out
+
+
+@pytest.mark.parametrize("f", [2, 3])
+@pytest.mark.parametrize("pad_left", [True, False])
+def test_encoder_padding_invariance(f, pad_left):
+    """A sentence's encoding is unchanged when batched with longer ones."""
+    torch.manual_seed(0)
+    model = build("transformer_dc_tiny", ["--dc-kernel-size", str(f)]).eval()
+    src = _tokens([4, 9, 6], pad_left)
+    out = model.encoder(src, src.ne(1).sum(1))["encoder_out"][0]  # T x B x C
+    for i in range(3):
+        alone = src[i:i + 1][src[i:i + 1].ne(1)].view(1, -1)
+        ref = model.encoder(alone, alone.ne(1).sum(1))["encoder_out"][0][:, 0]
+        real = src[i].ne(1)
+        assert torch.allclose(out[real, i], ref, atol=1e-5), (f, pad_left, i)
+
+
+def _decode_incrementally(model, tgt, enc):
+    inc = {}
+    outs = []
+    for t in range(tgt.size(1)):
+        o, _ = model.decoder(tgt[:, :t + 1], enc, incremental_state=inc)
+        outs.append(o[:, -1])
+    return torch.stack(outs, 1), inc
+
+
+@pytest.mark.parametrize("f", [2, 3])
+def test_incremental_equals_full(f):
+    torch.manual_seed(0)
+    model = build("transformer_dc_tiny", ["--dc-decoder-layers", "all", "--dc-kernel-size", str(f)]).eval()
+    src = _tokens([5, 8, 3], pad_left=True)
+    tgt = _tokens([7, 7, 7], pad_left=False, seed=1, bos=2)
+    full, _ = model(src, src.ne(1).sum(1), tgt)
+    enc = model.encoder(src, src.ne(1).sum(1))
+    step, _ = _decode_incrementally(model, tgt, enc)
+    assert torch.allclose(full, step, atol=1e-5)
+
+
+def test_beam_reordering_mid_sequence():
+    """Reordering the caches mid-sequence equals decoding the reordered batch."""
+    torch.manual_seed(0)
+    model = build("transformer_dc_tiny", ["--dc-decoder-layers", "all", "--dc-kernel-size", "3"]).eval()
+    src = _tokens([5, 8, 3], pad_left=True)
+    tgt = _tokens([8, 8, 8], pad_left=False, seed=2, bos=2)
+    enc = model.encoder(src, src.ne(1).sum(1))
+    new_order = torch.tensor([2, 0, 0, 1])
+    split = 4
+    inc = {}
+    for t in range(split):
+        model.decoder(tgt[:, :t + 1], enc, incremental_state=inc)
+    model.decoder.reorder_incremental_state_scripting(inc, new_order)
+    enc_r = model.encoder.reorder_encoder_out(enc, new_order)
+    tgt_r = tgt.index_select(0, new_order)
+    outs = []
+    for t in range(split, tgt.size(1)):
+        o, _ = model.decoder(tgt_r[:, :t + 1], enc_r, incremental_state=inc)
+        outs.append(o[:, -1])
+    src_r = src.index_select(0, new_order)
+    ref, _ = model(src_r, src_r.ne(1).sum(1), tgt_r)
+    assert torch.allclose(torch.stack(outs, 1), ref[:, split:], atol=1e-5)
+
+
+def test_alpha_readout_and_js():
+    torch.manual_seed(0)
+    model = build("transformer_dc_tiny", ["--dc-encoder-layers", "2"]).eval()
+    src = _tokens([4, 6], pad_left=True)
+    model.encoder.return_dc_alpha = True
+    out = model.encoder(src, src.ne(1).sum(1))
+    (alpha,) = out["dc_alpha"]
+    assert alpha.shape == (2, 2, 2, 6, 6)
+    assert torch.allclose(alpha.sum(-1), torch.ones(2, 2, 2, 6), atol=1e-5)
+    reordered = model.encoder.reorder_encoder_out(out, torch.tensor([1, 0]))
+    assert torch.equal(reordered["dc_alpha"][0], alpha.flip(0))
+    p_l, p_g = head_max_distribution(alpha[:, 0]), head_max_distribution(alpha[:, 1])
+    js = js_divergence(p_g, p_l)
+    assert js.shape == (2, 6)
+    assert float(js.min()) >= -1e-7 and float(js.max()) <= math.log(2) + 1e-6
+    assert float(js_divergence(p_g, p_g).abs().max()) < 1e-6
+    disjoint = js_divergence(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0]))
+    assert abs(float(disjoint) - math.log(2)) < 1e-6
+    model.encoder.return_dc_alpha = False
+    assert "dc_alpha" not in model.encoder(src, src.ne(1).sum(1))
+
+
+# ---------------------------------------------------------------------------
+# training-recipe configs
+# ---------------------------------------------------------------------------
+def _config_tokens(path):
+    lines = [l for l in path.read_text().splitlines() if not l.startswith("#")]
+    return shlex.split(" ".join(lines))
+
+
+CONFIG_DIR = REPO / "configs" / "dc"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CONFIG_DIR.glob("*.args")))
+def test_config_files_parse(name):
+    path = CONFIG_DIR / name
+    text = path.read_text()
+    assert "grep -v '^#' configs/dc/" + name in text  # launch line in the header
+    tokens = _config_tokens(path)
+    if name.endswith(".generate.args"):
+        parser = options.get_generation_parser()
+        args = options.parse_args_and_arch(parser, ["/nonexistent", "--path", "x.pt", *tokens])
+        expected = (4, 0.6) if name.startswith("wmt14") else (6, 1.1)
+        assert (args.beam, args.lenpen) == expected
+        return
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, ["/nonexistent", *tokens])
+    assert args.arch.startswith("transformer_dc")
+    assert args.optimizer == "adam" and eval(args.adam_betas) == (0.9, 0.98)
+    assert args.lr_scheduler == "cosine" and args.warmup_updates > 0
+    assert args.max_tokens == (4960 if name.startswith("wmt14") else 2048)
+    assert args.dc_kernel_size == 2
+
+
+# ---------------------------------------------------------------------------
+# end to end (real fairseq CLIs)
+# ---------------------------------------------------------------------------
+VARIANTS = {
+    "enc": ["--dc-encoder-layers", "all", "--dc-decoder-layers", "none"],
+    "dec": ["--dc-encoder-layers", "none", "--dc-decoder-layers", "all"],
+    "full": ["--dc-encoder-layers", "all", "--dc-decoder-layers", "all", "--dc-kernel-size", "3"],
+}
+
+
+@pytest.fixture(scope="module")
+def data_bin(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dc_data")
+    raw = make_parallel_data(root / "raw", num_train=60, num_valid=8, num_test=6)
+    return preprocess(raw, root / "bin")
+
+
+@pytest.fixture(scope="module")
+def checkpoints(data_bin, tmp_path_factory):
+    root = tmp_path_factory.mktemp("dc_ckpt")
+    out = {}
+    for name, flags in VARIANTS.items():
+        save = root / name
+        train(data_bin, save, arch="transformer_dc_tiny", model_flags=(), extra=flags, max_update=3)
+        out[name] = save / "checkpoint_last.pt"
+        assert out[name].exists()
+    return out
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_train_and_generate(variant, data_bin, checkpoints):
+    hyps, srcs, _ = generate(data_bin, checkpoints[variant], beam=2)
+    assert len(srcs) == 6 and set(hyps) == set(srcs)
+    assert all(math.isfinite(score) for _, score in hyps.values())
+
+
+def test_interactive_and_score_reference(data_bin, checkpoints):
+    lines = ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"]
+    hyps, _ = interactive(data_bin, checkpoints["full"], lines)
+    assert len(hyps) == 3
+    hyps, srcs, _ = generate(data_bin, checkpoints["full"], extra=["--score-reference"], beam=1)
+    assert len(hyps) == 6 and all(math.isfinite(score) for _, score in hyps.values())
+
+
+def test_divergence_script(data_bin, checkpoints, tmp_path):
+    paths = f"{checkpoints['enc']}:{checkpoints['full']}"
+    run_cli("fairseq_ctx.analysis.dc_divergence", [
+        "--path", paths, data_bin, "--gen-subset", "valid", "--out", tmp_path, "--cpu", "--max-tokens", "200",
+    ])
+    summary = json.loads((tmp_path / "dc_divergence.json").read_text())
+    assert [c["kernel_size"] for c in summary["checkpoints"]] == [2, 3]
+    for c in summary["checkpoints"]:
+        assert sorted(c["dv"]) == ["1", "2"] and c["num_sentences"] == 8
+        assert all(0.0 <= v <= math.log(2) for v in c["dv"].values())
+        assert abs(c["E_d"] - sum(c["dv"].values()) / 2) < 1e-9
+    assert (tmp_path / "dc_divergence.png").stat().st_size > 1000
