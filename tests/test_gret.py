@@ -1,0 +1,364 @@
+"""Tests of transformer_gret (Weng et al., AAAI 2020): capsule routing, global
+state, context gate, parameter counts against the paper, decoding invariances,
+warm start, and end-to-end fairseq-train / generate / interactive runs."""
+import math
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fairseq_ctx  # noqa: F401  (registers the architectures)
+from fairseq import checkpoint_utils, options
+from fairseq.data import Dictionary
+from fairseq.sequence_generator import SequenceGenerator
+from fairseq.tasks.translation import TranslationTask
+from fairseq_ctx.models.transformer_gret import warm_start_from_checkpoint
+from fairseq_ctx.modules.attentive_pooling import AttentivePooling
+from fairseq_ctx.modules.capsule_routing import CapsuleRouting, squash
+from fairseq_ctx.modules.context_gate import ContextGate
+from fairseq_ctx.modules.gret_global import GlobalRepresentation
+from tests.utils import TINY_MODEL_FLAGS, generate, interactive, make_parallel_data, preprocess, train
+
+# ----------------------------------------------------------------- helpers
+
+
+def make_dict(size):
+    d = Dictionary()
+    for i in range(size):
+        d.add_symbol(f"w{i}")
+    return d
+
+
+def build_model(arch, extra=(), dictionary=None, dict_size=40):
+    """Build ``arch`` in-process with fairseq's own argument parsing."""
+    d = dictionary if dictionary is not None else make_dict(dict_size)
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser, ["/nonexistent", "--arch", arch, "--task", "translation", "-s", "src", "-t", "tgt", *extra]
+    )
+    task = TranslationTask(args, d, d)
+    return task.build_model(args), d
+
+
+def num_params(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+def left_pad(sentences, pad):
+    """B x S LongTensor of left-padded sentences (fairseq's source layout)."""
+    width = max(len(s) for s in sentences)
+    out = torch.full((len(sentences), width), pad, dtype=torch.long)
+    for i, s in enumerate(sentences):
+        out[i, width - len(s):] = torch.tensor(s)
+    return out
+
+
+def tiny_gret(extra=(), seed=1):
+    torch.manual_seed(seed)
+    model, d = build_model("transformer_gret_tiny", ["--dropout", "0", *extra])
+    model.eval()
+    return model, d
+
+
+def random_sentences(d, lengths, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(d.nspecial, len(d), (n - 1,), generator=g).tolist() + [d.eos()] for n in lengths]
+
+
+def reference_routing(routing, states, padding_mask):
+    """Algorithm 1 written literally, one sentence and one capsule at a time,
+    with the per-capsule transforms W_k = diag(v_k) W materialised."""
+    out = []
+    for b in range(states.size(0)):
+        h = states[b][~padding_mask[b]]  # I x d, real positions only
+        num_caps = routing.num_capsules
+        preds = [h @ (routing.proj.weight.t() * routing.capsule_scale[k]) for k in range(num_caps)]  # Eq. 3
+        logits = torch.zeros(num_caps, h.size(0))
+        for _ in range(routing.iterations):
+            dim = 0 if routing.softmax_over == "capsules" else 1
+            c = F.softmax(logits, dim=dim)
+            caps = [squash(c[k] @ preds[k]) for k in range(num_caps)]  # Eq. 2
+            logits = logits + torch.stack([preds[k] @ caps[k] for k in range(num_caps)])  # Eq. 6
+        out.append(torch.stack(caps))
+    return torch.stack(out)
+
+
+# ----------------------------------------------------------------- module units
+
+
+@pytest.mark.parametrize("softmax_over", ["capsules", "positions"])
+def test_routing_shapes_coupling_and_reference(softmax_over):
+    torch.manual_seed(0)
+    routing = CapsuleRouting(8, num_capsules=4, iterations=3, softmax_over=softmax_over)
+    states = torch.randn(3, 6, 8)
+    mask = torch.tensor([[False] * 6, [True, True] + [False] * 4, [True] * 5 + [False]])
+    caps, coupling = routing(states, mask, return_coupling=True)
+    assert caps.shape == (3, 4, 8) and coupling.shape == (3, 4, 6)
+    assert (caps.norm(dim=-1) < 1).all()  # squash
+    if softmax_over == "capsules":
+        torch.testing.assert_close(coupling.sum(dim=1), torch.ones(3, 6))
+    else:
+        torch.testing.assert_close(coupling.sum(dim=2), torch.ones(3, 4))
+        assert coupling.masked_select(mask.unsqueeze(1)).abs().max() == 0
+    torch.testing.assert_close(caps, reference_routing(routing, states, mask), atol=1e-5, rtol=1e-5)
+    # the per-capsule scales make the capsules differ from each other
+    assert (caps[:, 0] - caps[:, 1]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("softmax_over", ["capsules", "positions"])
+def test_routing_padding_contributes_nothing(softmax_over):
+    torch.manual_seed(0)
+    routing = CapsuleRouting(8, num_capsules=5, iterations=3, softmax_over=softmax_over)
+    real = torch.randn(1, 4, 8)
+    alone = routing(real, torch.zeros(1, 4, dtype=torch.bool))
+    for pad_values in (torch.zeros(1, 3, 8), 100 * torch.randn(1, 3, 8)):
+        padded = torch.cat([pad_values, real], dim=1)
+        mask = torch.tensor([[True] * 3 + [False] * 4])
+        torch.testing.assert_close(routing(padded, mask), alone, atol=1e-6, rtol=1e-5)
+
+
+def test_squash_zero_vector_and_gradient():
+    t = torch.zeros(2, 4, requires_grad=True)
+    out = squash(t)
+    out.sum().backward()
+    assert torch.equal(out, torch.zeros(2, 4)) and torch.isfinite(t.grad).all()
+    v = torch.tensor([[3.0, 4.0]])
+    torch.testing.assert_close(squash(v).norm(), torch.tensor(25.0 / 26.0))
+
+
+def test_attentive_pooling_and_global_state_shapes():
+    torch.manual_seed(0)
+    pool = AttentivePooling(8)
+    out, weights = pool(torch.randn(3, 5, 8), return_weights=True)
+    assert out.shape == (3, 8) and weights.shape == (3, 5)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3))
+    states = [torch.randn(6, 3, 8) for _ in range(3)]
+    mask = torch.zeros(3, 6, dtype=torch.bool)
+    for caps, agg in ((True, True), (False, True), (True, False), (False, False)):
+        glob = GlobalRepresentation(8, 3, num_capsules=4, iterations=2, use_capsules=caps, aggregate=agg)
+        assert glob(states, mask).shape == (3, 8)
+    # without capsules and aggregation the global state is the masked mean of the top layer
+    glob = GlobalRepresentation(8, 3, use_capsules=False, aggregate=False)
+    mask[0, :2] = True
+    torch.testing.assert_close(glob(states, mask)[0], states[-1][2:, 0].mean(0))
+
+
+def test_context_gate_caches_global_terms_and_reorders():
+    torch.manual_seed(0)
+    gate = ContextGate(8, 8).eval()
+    r, s = torch.randn(3, 4, 8), torch.randn(3, 8)
+    full = gate(r, s)
+    expected = r + torch.sigmoid(gate.state_gate(r) + gate.global_gate(s).unsqueeze(1)) * s.unsqueeze(1)
+    torch.testing.assert_close(full, expected)
+    inc = {}
+    steps = [gate(r[:, t:t + 1], s, inc) for t in range(2)]
+    order = torch.tensor([2, 0, 0])
+    gate.reorder_incremental_state(inc, order)
+    # after reordering, the cached global terms follow the beams (s itself is ignored)
+    steps += [gate(r[order, t:t + 1], torch.zeros_like(s), inc) for t in range(2, 4)]
+    torch.testing.assert_close(torch.cat(steps[:2], 1), full[:, :2])
+    torch.testing.assert_close(torch.cat(steps[2:], 1), full[order, 2:])
+    plain = ContextGate(8, 8, gated=False)
+    assert num_params(plain) == 0
+    torch.testing.assert_close(plain(r, s), r + s.unsqueeze(1))
+
+
+# ----------------------------------------------------------------- model build
+
+
+@pytest.mark.parametrize("flag,value", [("--gret-capsules", "0"), ("--gret-routing-iters", "0"),
+                                        ("--encoder-layerdrop", "0.1")])
+def test_bad_flag_values_raise(flag, value):
+    with pytest.raises(ValueError, match=re.escape(flag)):
+        build_model("transformer_gret_tiny", [flag, value])
+
+
+def test_parameter_growth_base_matches_paper():
+    """Table 3: +6.4M over Transformer-Base (within 15%); the split is in the
+    model's docstring: 6 x 0.804M per-layer capsules and pooling + 1.576M GRU
+    + 0.525M gate."""
+    d = make_dict(1000)
+    base = num_params(build_model("transformer", dictionary=d)[0])
+    growth = {}
+    for name, extra in (("full", []), ("no_capsule", ["--gret-no-capsule"]),
+                        ("no_aggregation", ["--gret-no-aggregation"]), ("no_gate", ["--gret-no-gate"])):
+        growth[name] = num_params(build_model("transformer_gret", extra, dictionary=d)[0]) - base
+    assert growth["full"] == 6 * (512 * 512 + 32 * 512 + 2 * (512 * 512 + 512)) + 3 * (2 * 512 * 512 + 2 * 512) \
+        + (2 * 512 * 512 + 512) == 6_923_776
+    assert abs(growth["full"] - 6.4e6) / 6.4e6 < 0.15
+    assert growth["no_capsule"] == 2_100_736 and growth["no_aggregation"] == 1_328_640
+    assert growth["no_gate"] == 6_398_976
+
+
+def test_presets_build():
+    d = make_dict(50)
+    big, _ = build_model("transformer_gret_big", ["--encoder-layers", "1", "--decoder-layers", "1"], dictionary=d)
+    assert big.encoder.embed_tokens.embedding_dim == 1024 and big.decoder.gret_gate.embed_dim == 1024
+    iwslt, _ = build_model("transformer_gret_iwslt_de_en", ["--encoder-layers", "1", "--decoder-layers", "1"],
+                           dictionary=d)
+    assert iwslt.encoder.layers[0].fc1.out_features == 1024
+    tiny, _ = build_model("transformer_gret_tiny", dictionary=d)
+    assert tiny.encoder.embed_tokens.embedding_dim == 16 and len(tiny.encoder.layers) == 2
+    assert len(tiny.encoder.gret_global.routing) == 2 and tiny.encoder.gret_global.routing[0].num_capsules == 32
+
+
+# ----------------------------------------------------------------- invariances
+
+
+@pytest.mark.parametrize("extra", [[], ["--gret-routing-softmax", "positions"], ["--gret-no-capsule"]])
+def test_global_state_padding_invariance(extra):
+    model, d = tiny_gret(extra)
+    sents = random_sentences(d, [4, 9, 7])
+    with torch.no_grad():
+        alone = model.encoder(left_pad(sents[:1], d.pad()), torch.tensor([4]))
+        batch = model.encoder(left_pad(sents, d.pad()), torch.tensor([4, 9, 7]))
+    torch.testing.assert_close(batch["gret_global"][0][0], alone["gret_global"][0][0], atol=1e-5, rtol=1e-5)
+
+
+def _decoder_inputs(d, bsz=3, tgt_len=6):
+    g = torch.Generator().manual_seed(3)
+    prev = torch.randint(d.nspecial, len(d), (bsz, tgt_len), generator=g)
+    prev[:, 0] = d.eos()
+    return prev
+
+
+def test_incremental_decoding_matches_full_forward():
+    model, d = tiny_gret()
+    src = left_pad(random_sentences(d, [5, 8, 3]), d.pad())
+    prev = _decoder_inputs(d)
+    with torch.no_grad():
+        enc = model.encoder(src, None)
+        full, _ = model.decoder(prev, enc)
+        inc, steps = {}, []
+        for t in range(prev.size(1)):
+            out, _ = model.decoder(prev[:, : t + 1], enc, incremental_state=inc)
+            steps.append(out)
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_beam_reorder_mid_sequence_matches_reordered_batch():
+    """Two sentences x two beams with different prefixes; the mid-sequence
+    reorder stays within each sentence's beams, as in beam search (fairseq's
+    encoder-attention cache relies on that)."""
+    model, d = tiny_gret()
+    sents = random_sentences(d, [5, 8])
+    src = left_pad([sents[0], sents[0], sents[1], sents[1]], d.pad())
+    prev = _decoder_inputs(d, bsz=4)
+    order = torch.tensor([1, 1, 3, 2])
+    with torch.no_grad():
+        enc = model.encoder(src, None)
+        inc, steps = {}, []
+        for t in range(prev.size(1)):
+            if t == 3:
+                enc = model.encoder.reorder_encoder_out(enc, order)
+                model.decoder.reorder_incremental_state_scripting(inc, order)
+                prev = prev[order]
+            out, _ = model.decoder(prev[:, : t + 1], enc, incremental_state=inc)
+            steps.append(out)
+        expected, _ = model.decoder(prev, model.encoder(src[order], None))
+    torch.testing.assert_close(torch.cat(steps[3:], 1), expected[:, 3:], atol=1e-5, rtol=1e-5)
+
+
+def test_translation_same_alone_and_in_batch_with_beam():
+    model, d = tiny_gret()
+    gen = SequenceGenerator([model], d, beam_size=2, max_len_b=8)
+    sents = random_sentences(d, [4, 10, 7, 9], seed=5)
+
+    def translate(batch):
+        sample = {"net_input": {"src_tokens": left_pad(batch, d.pad()),
+                                "src_lengths": torch.tensor([len(s) for s in batch])}}
+        with torch.no_grad():
+            return gen.generate([model], sample)
+
+    alone = translate(sents[:1])[0][0]
+    batched = translate(sents)
+    assert len(batched) == 4 and all(len(h) == 2 for h in batched)
+    assert torch.equal(batched[0][0]["tokens"], alone["tokens"])
+    assert math.isclose(batched[0][0]["score"].item(), alone["score"].item(), abs_tol=1e-5)
+
+
+@pytest.mark.parametrize("extra", [["--gret-no-capsule"], ["--gret-no-aggregation"], ["--gret-no-gate"],
+                                   ["--gret-no-capsule", "--gret-no-aggregation", "--gret-no-gate"],
+                                   ["--gret-routing-softmax", "positions", "--gret-capsules", "3"]])
+def test_ablations_build_and_train(extra):
+    torch.manual_seed(0)
+    model, d = build_model("transformer_gret_tiny", extra)
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    src = left_pad(random_sentences(d, [5, 8, 3]), d.pad())
+    prev = _decoder_inputs(d)
+    target = torch.roll(prev, -1, dims=1)
+    losses = []
+    for _ in range(3):
+        logits, _ = model(src, torch.tensor([5, 8, 3]), prev)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), target.view(-1))
+        opt.zero_grad()
+        loss.backward()
+        assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    grads = [n for n, p in model.named_parameters() if ("gret" in n) and p.grad is None]
+    assert not grads, f"GRET parameters without gradient: {grads}"
+
+
+# ----------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def data_bin(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gret")
+    raw = make_parallel_data(root / "raw", num_train=120, num_valid=12, num_test=10)
+    return preprocess(raw, root / "bin")
+
+
+@pytest.fixture(scope="module")
+def baseline_ckpt(data_bin, tmp_path_factory):
+    save = tmp_path_factory.mktemp("gret_base")
+    train(data_bin, save, arch="transformer", max_update=3)
+    return save / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="module")
+def gret_run(data_bin, baseline_ckpt, tmp_path_factory):
+    save = tmp_path_factory.mktemp("gret_model")
+    proc = train(data_bin, save, arch="transformer_gret_tiny", max_update=3,
+                 extra=["--gret-warm-start", baseline_ckpt])
+    return save / "checkpoint_last.pt", proc
+
+
+def test_warm_start_copies_shared_weights(data_bin, baseline_ckpt):
+    dictionary = Dictionary.load(str(data_bin / "dict.src.txt"))
+    model, _ = build_model("transformer_gret_tiny", ["--gret-warm-start", str(baseline_ckpt)], dictionary=dictionary)
+    base = checkpoint_utils.load_checkpoint_to_cpu(str(baseline_ckpt))["model"]
+    state = model.state_dict()
+    shared = [n for n in state if n in base]
+    assert len(shared) == len(base)  # every baseline tensor exists in GRET
+    for name in shared:
+        assert torch.equal(state[name], base[name]), name
+    assert all("gret" in n for n in state if n not in base)
+
+
+def test_warm_start_wrong_dimensions_is_a_clear_error(data_bin, baseline_ckpt):
+    dictionary = Dictionary.load(str(data_bin / "dict.src.txt"))
+    model, _ = build_model("transformer_gret_tiny", ["--encoder-ffn-embed-dim", "24"], dictionary=dictionary)
+    with pytest.raises(ValueError, match=r"encoder\.layers\.0\.fc1\.weight.*\(32, 16\).*\(24, 16\)"):
+        warm_start_from_checkpoint(model, str(baseline_ckpt))
+
+
+def test_e2e_warm_start_train_generate_interactive(data_bin, baseline_ckpt, gret_run):
+    ckpt, proc = gret_run
+    log = proc.stdout + proc.stderr
+    m = re.search(r"warm start from .* loaded (\d+) tensors .* (\d+) new parameter tensors", log)
+    assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0, log[-3000:]
+    # the warm start is done once: the checkpoint does not point at the baseline any more
+    state = checkpoint_utils.load_checkpoint_to_cpu(str(ckpt))
+    assert state["cfg"]["model"].gret_warm_start is None
+    hyps, srcs, _ = generate(data_bin, ckpt, beam=2)
+    assert len(srcs) == 10 and set(hyps) == set(srcs)
+    assert all(math.isfinite(score) for _, score in hyps.values())
+    scored, _, _ = generate(data_bin, ckpt, beam=2, extra=["--score-reference"])
+    assert set(scored) == set(srcs) and all(math.isfinite(score) for _, score in scored.values())
+    lines, _ = interactive(data_bin, ckpt, ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"])
+    assert len(lines) == 3
