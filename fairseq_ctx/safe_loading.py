@@ -25,10 +25,15 @@ Which classes, and why:
 """
 import argparse
 import collections
+import functools
+import pickle
 import typing
+import zipfile
 
 import numpy as np
 import torch
+
+from .errors import CheckpointLoadError, install_excepthook
 
 
 def _numpy_globals():
@@ -67,9 +72,52 @@ def fairseq_safe_globals():
     )
 
 
+def _explain_load_errors(load_checkpoint_to_cpu):
+    """Wrap fairseq's ``load_checkpoint_to_cpu`` so that a refused, truncated
+    or foreign file ends in one line naming the file instead of torch's
+    traceback. The loading itself is untouched (weights-only stays on)."""
+    if getattr(load_checkpoint_to_cpu, "_fairseq_ctx_wrapped", False):
+        return load_checkpoint_to_cpu
+
+    @functools.wraps(load_checkpoint_to_cpu)
+    def wrapper(path, *args, **kwargs):
+        try:
+            return load_checkpoint_to_cpu(path, *args, **kwargs)
+        except pickle.UnpicklingError as e:
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+            refused = [line for line in lines if "GLOBAL" in line or "Can only build" in line]
+            if not refused:  # not a pickle of ours at all (a text file, a cut-off legacy file)
+                why = next((line for line in lines if line.startswith("Unsupported")), "unpickling failed")
+                raise CheckpointLoadError(f"cannot read checkpoint {path}: not a torch checkpoint ({why})") from None
+            raise CheckpointLoadError(
+                f"refusing to load checkpoint {path}: it contains objects outside the classes a fairseq "
+                f"checkpoint needs ({refused[0]}). Weights-only loading stays on, so a checkpoint cannot run code; "
+                "only load files from sources you trust."
+            ) from None
+        except FileNotFoundError:
+            raise CheckpointLoadError(f"checkpoint not found: {path}") from None
+        except (EOFError, zipfile.BadZipFile, OSError, RuntimeError) as e:
+            msg = str(e)
+            if isinstance(e, RuntimeError) and "zip archive" not in msg and "PytorchStreamReader" not in msg:
+                raise
+            raise CheckpointLoadError(
+                f"cannot read checkpoint {path}: the file is truncated or not a torch checkpoint "
+                f"({msg.splitlines()[0] if msg else type(e).__name__})"
+            ) from None
+
+    wrapper._fairseq_ctx_wrapped = True
+    return wrapper
+
+
 def install():
-    """Allow-list fairseq's checkpoint classes for ``torch.load(weights_only=True)``."""
+    """Allow-list fairseq's checkpoint classes for ``torch.load(weights_only=True)``
+    and make load failures clear one-line errors."""
     add = getattr(torch.serialization, "add_safe_globals", None)
-    if add is None:  # torch < 2.4 loads with pickle by default; nothing to do
-        return
-    add(fairseq_safe_globals())
+    if add is not None:  # torch < 2.4 loads with pickle by default
+        add(fairseq_safe_globals())
+    from fairseq import checkpoint_utils
+
+    # fairseq looks the function up on the module at call time (trainer,
+    # load_model_ensemble_and_task), so replacing the attribute covers every CLI.
+    checkpoint_utils.load_checkpoint_to_cpu = _explain_load_errors(checkpoint_utils.load_checkpoint_to_cpu)
+    install_excepthook()

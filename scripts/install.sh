@@ -22,7 +22,7 @@ pip_install() { "$PY" -m pip install --disable-pip-version-check "$@"; }
 if [ "${FAIRSEQ_CTX_TORCH:-}" != "skip" ]; then
   pip_install "torch==2.13.0"
 fi
-pip_install "numpy<2.3" "cython>=0.29" "setuptools>=68" wheel
+pip_install numpy "cython>=0.29" "setuptools>=68" wheel
 pip_install "hydra-core==1.3.2" "omegaconf==2.3.0" regex tqdm bitarray cffi \
   scikit-learn packaging "sacrebleu>=2.3" sentencepiece subword-nmt sacremoses \
   matplotlib pytest

@@ -139,7 +139,11 @@ def interactive(data_bin, checkpoint, lines, extra=(), beam=2, task_flags=(), us
 
 
 def validate(data_bin, checkpoint, subset="valid", extra=(), task_flags=(), user_dir=USER_DIR):
-    """Run fairseq-validate; returns the reported loss."""
+    """Run fairseq-validate; returns the reported loss. (fairseq-validate has
+    no default task, unlike train/generate: pass ``--task translation`` unless
+    ``task_flags`` names one.)"""
+    if "--task" not in task_flags:
+        task_flags = ["--task", "translation", *task_flags]
     proc = run_cli("fairseq_cli.validate", [
         data_bin, "--user-dir", user_dir, "--path", checkpoint, "--valid-subset", subset,
         "--max-tokens", "500", "--cpu", *task_flags, *extra,
