@@ -1,0 +1,269 @@
+"""Tests of --task document_translation: which sentences form each context
+(across shuffled batches), the concatenation mode, interactive documents,
+bad data, and runs with transformer_ctxenc and plain transformer."""
+import math
+import re
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+import fairseq_ctx  # noqa: F401  (registers the task and the archs)
+from fairseq import checkpoint_utils, options, tasks, utils
+from fairseq.sequence_generator import SequenceGenerator
+
+from fairseq_ctx.data.document_context_dataset import (
+    build_context_tokens,
+    compute_context_index,
+    concat_context_source,
+    split_concatenated,
+)
+from tests.utils import generate, make_parallel_data, preprocess, run_cli, train, validate, USER_DIR
+
+torch.set_num_threads(1)
+
+TASK = ["--task", "document_translation"]
+EOS, PAD, SEP = 2, 1, 99
+
+
+# ---------------------------------------------------------------------------
+# context indices and token layout
+# ---------------------------------------------------------------------------
+
+def test_context_index_previous_and_next():
+    docids = ["a", "a", "a", "b", "b", "a"]  # the last "a" is a new document
+    prev = compute_context_index(docids, 2, "previous")
+    assert prev.tolist() == [[-1, -1], [-1, 0], [0, 1], [-1, -1], [-1, 3], [-1, -1]]
+    nxt = compute_context_index(docids, 1, "next")
+    assert nxt.tolist() == [[1], [2], [-1], [4], [-1], [-1]]
+    assert compute_context_index(docids, 0).shape == (6, 0)
+
+
+def test_context_index_random_and_shuffle():
+    n = 50
+    docids = [f"d{i // 5}" for i in range(n)]
+    rnd = compute_context_index(docids, 3, "random", seed=3)
+    assert rnd.shape == (n, 3) and rnd.min() >= 0 and rnd.max() < n
+    assert not (rnd == np.arange(n)[:, None]).any()
+    assert (rnd == compute_context_index(docids, 3, "random", seed=3)).all()
+    prev = compute_context_index(docids, 1)
+    shuffled = compute_context_index(docids, 1, shuffle=True, seed=5)
+    assert sorted(map(tuple, shuffled.tolist())) == sorted(map(tuple, prev.tolist()))
+    assert (shuffled != prev).any()
+
+
+def test_negative_context_size():
+    with pytest.raises(ValueError, match="--context-size"):
+        compute_context_index(["a"], -1)
+
+
+def test_token_layout_round_trip():
+    c1, c2, src = torch.tensor([5, 6, EOS]), torch.tensor([7, EOS]), torch.tensor([8, 9, 10, EOS])
+    assert build_context_tokens([], EOS, SEP).tolist() == [EOS]
+    assert build_context_tokens([c1, c2], EOS, SEP).tolist() == [5, 6, SEP, 7, EOS]
+    assert build_context_tokens([c1, c2], EOS, SEP, max_tokens=3).tolist() == [SEP, 7, EOS]
+    glued = concat_context_source([c1, c2], src, EOS, SEP)
+    assert glued.tolist() == [5, 6, SEP, 7, SEP, 8, 9, 10, EOS]
+    assert concat_context_source([], src, EOS, SEP).tolist() == src.tolist()
+    assert concat_context_source([c1], src, EOS, SEP, max_tokens=3).tolist() == src.tolist()
+    batch = torch.tensor([[5, 6, SEP, 7, SEP, 8, 9, 10, EOS], [PAD] * 6 + [8, 9, EOS]])
+    s, s_len, c, c_len = split_concatenated(batch, PAD, EOS, SEP, left_pad=True)
+    assert s.tolist() == [[8, 9, 10, EOS], [PAD, 8, 9, EOS]] and s_len.tolist() == [4, 3]
+    assert c.tolist() == [[5, 6, SEP, 7, EOS], [PAD] * 4 + [EOS]] and c_len.tolist() == [5, 1]
+
+
+# ---------------------------------------------------------------------------
+# the task on binarized data
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("doc")
+    raw = make_parallel_data(root / "raw", num_train=90, num_valid=12, num_test=13, docs_every=4)
+    return raw, preprocess(raw, root / "bin")
+
+
+def parse(bin_dir, extra=(), arch="transformer_ctxenc_tiny"):
+    return options.parse_args_and_arch(options.get_training_parser(),
+                                       [str(bin_dir), *TASK, "--arch", arch, *extra])
+
+
+def setup(bin_dir, extra=()):
+    return tasks.setup_task(parse(bin_dir, extra))
+
+
+def _strip(row):
+    return row[row.ne(PAD)].tolist()
+
+
+@pytest.mark.parametrize("concat", [False, True])
+def test_context_is_previous_sentence_across_shuffled_batches(data, concat):
+    raw, bin_dir = data
+    task = setup(bin_dir, ["--concat-context"] if concat else [])
+    task.load_dataset("train")
+    ds = task.dataset("train")
+    docids = (raw / "train.docids").read_text().splitlines()
+    eos, sep = task.source_dictionary.eos(), task.sep
+    assert task.source_dictionary[sep] == "<sep>" and len(task.source_dictionary) == len(task.target_dictionary)
+    itr = task.get_batch_iterator(ds, max_sentences=7, seed=3, required_batch_size_multiple=1)
+    seen, orders = set(), []
+    for batch in itr.next_epoch_itr(shuffle=True):
+        ids = batch["id"].tolist()
+        orders.extend(ids)
+        for r, i in enumerate(ids):
+            src = ds.pair.src[i].tolist()
+            prev = ds.pair.src[i - 1].tolist() if i > 0 and docids[i - 1] == docids[i] else None
+            if concat:
+                assert "ctx_tokens" not in batch["net_input"]
+                expected = src if prev is None else prev[:-1] + [sep] + src
+                assert _strip(batch["net_input"]["src_tokens"][r]) == expected
+            else:
+                assert _strip(batch["net_input"]["src_tokens"][r]) == src
+                ctx = _strip(batch["net_input"]["ctx_tokens"][r])
+                assert ctx == ([eos] if prev is None else prev)
+                assert batch["net_input"]["ctx_lengths"][r] == len(ctx)
+            seen.add(i)
+    assert seen == set(range(len(ds)))
+    assert orders != sorted(orders)  # batches really came shuffled
+    assert sum(1 for i in range(len(ds)) if i == 0 or docids[i] != docids[i - 1]) > 10
+
+
+def test_bad_data(data, tmp_path):
+    _, bin_dir = data
+    with pytest.raises(ValueError, match="--context-size"):
+        setup(bin_dir, ["--context-size", "-1"])
+    broken = tmp_path / "bin"
+    shutil.copytree(bin_dir, broken)
+    (broken / "valid.src-tgt.docids").unlink()
+    with pytest.raises(FileNotFoundError, match="valid.src-tgt.docids"):
+        setup(broken).load_dataset("valid")
+    lines = (broken / "test.src-tgt.docids").read_text().splitlines()
+    (broken / "test.src-tgt.docids").write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(ValueError, match=r"has 12 lines but the split has 13"):
+        setup(broken).load_dataset("test")
+    proc = train(broken, tmp_path / "ckpt", arch="transformer_ctxenc_tiny", model_flags=(),
+                 task_flags=TASK, max_update=1, check=False)
+    assert proc.returncode != 0 and "valid.src-tgt.docids" in proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# command line with transformer_ctxenc
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ctxenc(data, tmp_path_factory):
+    raw, bin_dir = data
+    ckpt = tmp_path_factory.mktemp("ctxenc_ckpt")
+    train(bin_dir, ckpt, arch="transformer_ctxenc_tiny", model_flags=(), task_flags=TASK, max_update=4)
+    return ckpt / "checkpoint_last.pt"
+
+
+def load(bin_dir, ckpt):
+    task = setup(bin_dir)
+    models, _ = checkpoint_utils.load_model_ensemble([str(ckpt)], task=task)
+    for m in models:
+        m.eval()
+    return task, models
+
+
+def translate_alone(task, models, source, context):
+    """The model run on one sentence with the given context sentences."""
+    d = task.source_dictionary
+    enc = lambda s: d.encode_line(s, add_if_not_exist=False, append_eos=True).long()  # noqa: E731
+    ds = task.build_context_dataset([enc(source)], [[enc(c) for c in context]])
+    sample = task.model_input(models, ds.collater([ds[0]]))
+    hypo = SequenceGenerator(models, task.target_dictionary, beam_size=2, max_len_b=20).generate(
+        models, sample)[0][0]
+    return task.target_dictionary.string(hypo["tokens"]), hypo["score"].item() / math.log(2)
+
+
+def test_generate_matches_single_sentence_with_context(data, ctxenc):
+    raw, bin_dir = data
+    hyps, srcs, _ = generate(bin_dir, ctxenc, task_flags=TASK, beam=2)
+    assert sorted(hyps) == list(range(13))
+    lines = (raw / "test.src").read_text().splitlines()
+    docids = (raw / "test.docids").read_text().splitlines()
+    task, models = load(bin_dir, ctxenc)
+    for i in (0, 1, 3, 4, 7):
+        context = [lines[i - 1]] if i > 0 and docids[i - 1] == docids[i] else []
+        hyp, score = translate_alone(task, models, lines[i], context)
+        assert hyp == hyps[i][0]
+        assert abs(score - hyps[i][1]) < 1e-3
+    # and the context matters: a wrong context gives another score
+    _, wrong = translate_alone(task, models, lines[1], [lines[6]])
+    assert abs(wrong - hyps[1][1]) > 1e-3
+
+
+def test_interactive_two_documents(data, ctxenc):
+    """Buffers of two lines: [a1, a2] [<empty>, b1] [b2], so the history of
+    document b crosses a buffer boundary."""
+    raw, bin_dir = data
+    a1, a2, b1, b2 = (raw / "test.src").read_text().splitlines()[:4]
+    proc = run_cli("fairseq_cli.interactive", [
+        bin_dir, "--user-dir", USER_DIR, "--path", ctxenc, "--beam", 2, "--max-len-b", 20, "--cpu",
+        "--buffer-size", 2, "--batch-size", 2, *TASK,
+    ], input="\n".join([a1, a2, "", b1, b2]) + "\n")
+    out = {int(m.group(1)): (m.group(3), float(m.group(2)))
+           for m in re.finditer(r"^H-(\d+)\t(\S+)\t(.*)$", proc.stdout, re.M)}
+    assert sorted(out) == [0, 1, 3, 4]  # the empty line separates documents, no output
+    task, models = load(bin_dir, ctxenc)
+    for i, (line, context) in zip((0, 1, 3, 4), ((a1, []), (a2, [a1]), (b1, []), (b2, [b1]))):
+        hyp, score = translate_alone(task, models, line, context)
+        assert out[i][0] == hyp and abs(out[i][1] - score) < 1e-3
+
+
+def test_shuffled_and_random_context_runs(data, ctxenc):
+    _, bin_dir = data
+    ref, _, _ = generate(bin_dir, ctxenc, task_flags=TASK, extra=["--score-reference"])
+    shuf, _, _ = generate(bin_dir, ctxenc, task_flags=TASK + ["--shuffle-context"], extra=["--score-reference"])
+    assert sorted(shuf) == sorted(ref) == list(range(13))
+    assert any(abs(shuf[i][1] - ref[i][1]) > 1e-5 for i in ref)
+    loss, _ = validate(bin_dir, ctxenc, task_flags=TASK + ["--context-mode", "random"])
+    assert math.isfinite(loss)
+
+
+# ---------------------------------------------------------------------------
+# sentence-level transformer with the task
+# ---------------------------------------------------------------------------
+
+def test_concat_context_with_transformer(data, tmp_path):
+    """The paper's concatenation row: --arch transformer, context glued to the source."""
+    raw, bin_dir = data
+    flags = TASK + ["--concat-context"]
+    train(bin_dir, tmp_path, arch="transformer", task_flags=flags, max_update=2,
+          extra=["--share-all-embeddings"])
+    hyps, srcs, _ = generate(bin_dir, tmp_path / "checkpoint_last.pt", task_flags=flags, beam=2)
+    assert sorted(hyps) == list(range(13))
+    assert all(math.isfinite(s) for _, s in hyps.values())
+    lines = (raw / "test.src").read_text().splitlines()
+    docids = (raw / "test.docids").read_text().splitlines()
+    for i in range(13):
+        has_prev = i > 0 and docids[i - 1] == docids[i]
+        assert srcs[i] == (f"{lines[i - 1]} <sep> {lines[i]}" if has_prev else lines[i])
+
+
+def test_sentence_level_model_ignores_context(data):
+    """Without --concat-context a sentence-level model gets batches without
+    the context keys and runs as usual."""
+    _, bin_dir = data
+    args = parse(bin_dir, ["--encoder-layers", "1", "--decoder-layers", "1",
+                           "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
+                           "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32"],
+                 arch="transformer")
+    task = tasks.setup_task(args)
+    task.load_dataset("valid")
+    assert task.dataset("valid").input_mode == "separate"
+    model = task.build_model(args)
+    assert task.model_accepts_context is False
+    assert task.dataset("valid").input_mode == "none"
+    batch = task.dataset("valid").collater([task.dataset("valid")[i] for i in range(4)])
+    assert "ctx_tokens" not in batch["net_input"]
+    # a batch made before the model was known loses its context keys on the way in
+    task.dataset("valid").input_mode = "separate"
+    batch = task.dataset("valid").collater([task.dataset("valid")[i] for i in range(4)])
+    assert "ctx_tokens" in batch["net_input"]
+    net_input = task.model_input([model], batch)["net_input"]
+    assert "ctx_tokens" not in net_input
+    out, _ = model(**net_input)
+    assert out.shape[0] == 4
