@@ -23,6 +23,13 @@ the Debian packages)::
 
     python3 -m fairseq_ctx.data.bible --dest data/bible --vocab-size 8000
 
+Quirks of the source data handled here (see the functions for details):
+footnotes glued between words (``God<note>..</note>created``), spaces lost
+around the added words of spaRV1909eb (``<transChange>``), the Reina-Valera
+small capitals at chapter starts (``EN el principio``), English-only
+deuterocanonical books, and ten chapters whose Spanish verse numbering is
+shifted against the English one (dropped whole).
+
 The parsing, cleaning, alignment and split functions are pure and unit-tested
 in ``tests/test_bible.py``.
 """
@@ -33,12 +40,12 @@ import argparse
 import hashlib
 import html
 import json
-import os
+import math
 import re
 import shutil
+import struct
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,6 +55,8 @@ SRC_LANG, TGT_LANG = "es", "en"
 MODULES = {SRC_LANG: "spaRV1909eb", TGT_LANG: "engWEB2015eb"}
 APT_PACKAGES = ("sword-text-sparv", "sword-text-web", "libsword-utils")
 SPLITS = ("train", "valid", "test")
+# Bump when the output of a step changes, so old markers no longer match.
+PIPELINE_VERSION = 1
 INSTALL_HINT = "apt-get install " + " ".join(APT_PACKAGES)
 
 # A verse reference: (book, chapter, verse), e.g. ("Genesis", 1, 1).
@@ -103,20 +112,34 @@ def doc_id(ref: Ref) -> str:
 # Stands in for removed markup that may or may not separate two words; it is
 # resolved by _resolve_breaks() once all tags are gone.
 _BREAK = "\x00"
+# Bracket the words of <transChange type="added">, see _space_added_words().
+_ADD_OPEN, _ADD_CLOSE = "\x01", "\x02"
 # Elements whose *content* is not translation text.
 _DROP_RE = re.compile(
     r"<(note|speaker)\b[^>]*/>|<(note|speaker)\b[^>]*>.*?</\2>", re.S)
 _BOOK_END_RE = re.compile(r'<div\b[^>]*\beID="[^"]*"[^>]*\btype="book"[^>]*/>')
 _TITLE_RE = re.compile(r"<title\b([^>]*)>(.*?)</title>", re.S)
-_TAG_RE = re.compile(r"</?([A-Za-z][\w:.-]*)\b[^>]*>")
 # Inline wrappers that sit inside running text: removed without a break.
-_INLINE_TAGS = frozenset({
-    "w", "transChange", "q", "name", "seg", "hi", "foreign", "divineName",
-    "rdg", "abbr", "reference", "catchWord", "index", "a"})
+_INLINE_TAG_RE = re.compile(
+    r"</?(?:w|q|name|seg|hi|foreign|divineName|rdg|abbr|reference|catchWord"
+    r"|index|a)\b[^>]*>")
+_ADDED_OPEN_RE = re.compile(r"<transChange\b[^>]*>")
+# Any other tag (div, l, lg, lb, p, chapter, milestone, ...) may break.
+_TAG_RE = re.compile(r"<[^>]*>")
 # Punctuation that attaches to the word before / after it.
 _CLOSING = set(".,;:!?)]}»”’…")
 _OPENING = set("([{«“‘¿¡")
-_BREAK_RUN_RE = re.compile(r"[\s" + _BREAK + r"]*" + _BREAK + r"[\s" + _BREAK + r"]*")
+_BREAK_RUN_RE = re.compile(r"\s*\x00[\s\x00]*")
+_ADDED_RE = re.compile(r"(\w*)\x01([^\x01\x02]*)\x02(?=(\w?))")
+# Spanish object pronouns written attached to a verb (``sácalo``, ``díjole``).
+_ENCLITICS = frozenset(
+    "me te se le la lo nos os les las los selo sela melo".split())
+# What may precede the first word of a sentence ("" = start of the verse).
+_SENTENCE_START = ("", ".", ":", "!", "?", "¡", "¿")
+# Accented words that are not verbs, so never take an enclitic.
+_NOT_VERBS = frozenset(
+    "cuánto cuán qué cómo quién dónde más él tú mí sí aún también además "
+    "jamás allá acá aquí allí así".split())
 
 
 def _title(match: re.Match) -> str:
@@ -126,23 +149,65 @@ def _title(match: re.Match) -> str:
     return _BREAK
 
 
-def _tag(match: re.Match) -> str:
-    """Inline wrappers vanish; structural tags (div, l, lb, ...) may break."""
-    return "" if match.group(1) in _INLINE_TAGS else _BREAK
+def _char_before(text: str, pos: int) -> str:
+    """Last non-space character before ``pos`` ("" if none)."""
+    pos -= 1
+    while pos >= 0 and text[pos].isspace():
+        pos -= 1
+    return text[pos] if pos >= 0 else ""
+
+
+def _takes_enclitic(word: str, text: str, start: int) -> bool:
+    """Whether ``word`` (at ``text[start:]``) looks like a verb that an
+    enclitic pronoun attaches to.
+
+    Verbs in the Reina-Valera take enclitics as infinitives/imperatives
+    (``ver``, ``haced``, ``haz``), gerunds and accented finite forms
+    (``viéndo``, ``fué``, ``sáca``), or short imperatives (``di``, ``da``).
+    Capitalised words count only at the start of a sentence (``Dad``), not
+    mid-sentence (``Jehová los acose``).
+    """
+    lower = word.lower()
+    if word[:1].isupper() and _char_before(text, start) not in _SENTENCE_START:
+        return False
+    if lower in _NOT_VERBS:
+        return False
+    return (lower.endswith(("r", "d", "z", "ndo"))
+            or lower in ("he", "vi", "di", "da", "ve")
+            or bool(re.search("[áéíóú]", lower)))
+
+
+def _space_added_words(text: str) -> str:
+    """Restore spaces lost around ``<transChange type="added">`` words.
+
+    spaRV1909eb often writes added words glued to their neighbours
+    (``Jehová</w><transChange>será</transChange><w>con``). An added word is
+    separated from the next word by a space, and from the previous one too,
+    unless it is an enclitic pronoun attached to a verb (``sáca`` + ``lo``).
+    """
+    if _ADD_OPEN not in text:
+        return text
+
+    def replace(match: re.Match) -> str:
+        before, added, after = match.group(1), match.group(2), match.group(3)
+        glue = (not before or
+                (added.strip().lower() in _ENCLITICS
+                 and _takes_enclitic(before, text, match.start())))
+        return before + ("" if glue else " ") + added + (" " if after else "")
+
+    text = _ADDED_RE.sub(replace, text)
+    return text.replace(_ADD_OPEN, "").replace(_ADD_CLOSE, "")
 
 
 def _resolve_breaks(text: str) -> str:
     """Turn each run of break markers (and whitespace) into one space or none.
 
-    A run that contains real whitespace becomes one space. A run of markers
-    only becomes a space unless it touches the start/end of the text, is
-    followed by closing punctuation (``God<note/>.``) or preceded by opening
-    punctuation (``“<note/>Come``), in which case it disappears.
+    A run disappears at the start/end of the text, before closing
+    punctuation (``God<note/>.``, ``coins <note/> ?``) and after opening
+    punctuation (``“<note/>Come``); otherwise it becomes one space.
     """
     def replace(match: re.Match) -> str:
-        run, start, end = match.group(0), match.start(), match.end()
-        if run.strip(_BREAK):          # contains whitespace
-            return " "
+        start, end = match.start(), match.end()
         if start == 0 or end == len(text):
             return ""
         if text[end] in _CLOSING or text[start - 1] in _OPENING:
@@ -166,10 +231,67 @@ def clean_osis(markup: str) -> str:
         markup = markup[:book_end.start()]
     text = _DROP_RE.sub(_BREAK, markup)
     text = _TITLE_RE.sub(_title, text)
-    text = _TAG_RE.sub(_tag, text)
+    text = _INLINE_TAG_RE.sub("", text)
+    text = _ADDED_OPEN_RE.sub(_ADD_OPEN, text).replace("</transChange>", _ADD_CLOSE)
+    text = _TAG_RE.sub(_BREAK, text)
+    text = _space_added_words(text)
     text = _resolve_breaks(text.replace("\xa0", " "))
     text = html.unescape(text)
     return re.sub(r"\s+", " ", text).strip()
+
+
+_WORD_RE = re.compile(r"\w+")
+
+
+def _first_caps_run(text: str) -> Optional[Tuple[int, int]]:
+    """Span of the first run of all-capital words (one of 2+ letters)."""
+    run: List[re.Match] = []
+    for match in _WORD_RE.finditer(text):
+        word = match.group(0)
+        joined = not run or text[run[-1].end():match.start()] == " "
+        if word.isalpha() and word.isupper() and joined:
+            run.append(match)
+            continue
+        if any(len(m.group(0)) > 1 for m in run):
+            break
+        run = [match] if word.isalpha() and word.isupper() else []
+    if any(len(m.group(0)) > 1 for m in run):
+        return run[0].start(), run[-1].end()
+    return None
+
+
+def normalize_chapter_caps(verses: Sequence[Tuple[Ref, str]]
+                           ) -> List[Tuple[Ref, str]]:
+    """Undo the Reina-Valera small capitals at the start of each chapter.
+
+    The first word(s) of a chapter are printed in capitals (``EN el
+    principio``, ``Y ACONTECIÓ``, psalm title + ``¡OH Jehová``). In verse 1
+    the first run of all-capital words containing a word of two or more
+    letters is recased: its first word capitalised, the others lower-cased
+    unless the corpus mostly writes them capitalised (``Y JEHOVÁ`` ->
+    ``Y Jehová``).
+    """
+    counts: Dict[str, int] = {}   # words not at the start of a sentence
+    for _, text in verses:
+        for match in _WORD_RE.finditer(text):
+            if _char_before(text, match.start()) not in _SENTENCE_START:
+                counts[match.group(0)] = counts.get(match.group(0), 0) + 1
+
+    def recase(word: str, first: bool) -> str:
+        title = word[:1] + word[1:].lower()
+        if first or counts.get(title, 0) > counts.get(word.lower(), 0):
+            return title
+        return word.lower()
+
+    def fix(text: str) -> str:
+        span = _first_caps_run(text)
+        if span is None:
+            return text
+        words = text[span[0]:span[1]].split(" ")
+        fixed = " ".join(recase(w, i == 0) for i, w in enumerate(words))
+        return text[:span[0]] + fixed + text[span[1]:]
+
+    return [(ref, fix(text) if ref[2] == 1 else text) for ref, text in verses]
 
 
 # --------------------------------------------------------------------------
@@ -196,6 +318,7 @@ class AlignStats:
 
 @dataclass
 class Pair:
+    """One aligned verse: reference, source text, target text."""
     ref: Ref
     src: str
     tgt: str
@@ -236,6 +359,34 @@ def align(src: Sequence[Tuple[Ref, str]], tgt: Sequence[Tuple[Ref, str]]
             _count(stats.tgt_only_books, ref[0])
     stats.aligned = len(pairs)
     return pairs, stats
+
+
+def chapter_length_mismatch(pairs: Sequence[Pair]) -> Dict[str, float]:
+    """Mean absolute log character-length ratio of each chapter's pairs.
+
+    Correctly aligned chapters stay below ~0.21 for this corpus; chapters
+    whose verse numbering is shifted by one or more verses score 0.25-0.55.
+    """
+    totals: Dict[str, List[float]] = {}
+    for pair in pairs:
+        ratio = abs(math.log(len(pair.src) / len(pair.tgt)))
+        totals.setdefault(pair.doc, []).append(ratio)
+    return {doc: sum(r) / len(r) for doc, r in totals.items()}
+
+
+def drop_misaligned_chapters(pairs: Sequence[Pair], max_mismatch: float
+                             ) -> Tuple[List[Pair], Dict[str, float]]:
+    """Remove whole chapters whose length mismatch exceeds ``max_mismatch``.
+
+    spaRV1909eb follows other chapter/verse divisions than the English text
+    in a few chapters (e.g. Jonah 1:17 is Spanish 2:1), so their verses pair
+    up shifted; a shifted chapter shows as a large length mismatch. Returns
+    the kept pairs and the dropped chapters with their scores.
+    """
+    scores = chapter_length_mismatch(pairs)
+    bad = {doc: round(score, 3) for doc, score in scores.items()
+           if score > max_mismatch}
+    return [p for p in pairs if p.doc not in bad], bad
 
 
 def chapter_score(doc: str, seed: int) -> float:
@@ -281,8 +432,10 @@ def split_pairs(pairs: Sequence[Pair], splits: Dict[str, str]
 # --------------------------------------------------------------------------
 
 def read_lines(path: Path) -> List[str]:
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
+    """Lines split on "\\n" only, as fairseq and count_lines() see them."""
+    with open(path, encoding="utf-8", newline="") as f:
+        lines = f.read().split("\n")
+    return lines[:-1] if lines[-1:] == [""] else lines
 
 
 def write_lines(path: Path, lines: Iterable[str]) -> None:
@@ -334,6 +487,9 @@ class Markers:
         tmp = self.dir / (step + ".tmp")
         tmp.write_text(json.dumps(settings, sort_keys=True), encoding="utf-8")
         tmp.replace(self.dir / step)
+
+    def unmark(self, step: str) -> None:
+        (self.dir / step).unlink(missing_ok=True)
 
     def clear(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -389,13 +545,22 @@ def load_verses(dest: Path, lang: str) -> List[Tuple[Ref, str]]:
 
 
 def step_text(dest: Path, args: argparse.Namespace) -> None:
-    """Clean, align, truncate and split; write DEST/raw and alignment stats."""
-    pairs, stats = align(load_verses(dest, SRC_LANG), load_verses(dest, TGT_LANG))
+    """Clean, align, filter, truncate and split; write DEST/raw."""
+    src = normalize_chapter_caps(load_verses(dest, SRC_LANG))
+    pairs, stats = align(src, load_verses(dest, TGT_LANG))
+    pairs, misaligned = drop_misaligned_chapters(pairs, args.max_mismatch)
     if not pairs:
         raise PrepError("no verse pairs could be aligned: check the mod2imp "
                         f"output in {dest / 'source'} and rerun with --force")
+    summary = asdict(stats)
+    summary.update(
+        misaligned_chapters=misaligned,
+        misaligned_pairs=stats.aligned - len(pairs),
+        dropped=stats.dropped + stats.aligned - len(pairs),
+        kept=len(pairs))
     if args.max_verses:
         pairs = pairs[:args.max_verses]
+    summary["kept_after_max_verses"] = len(pairs)
     splits = assign_splits([p.doc for p in pairs], args.valid_frac,
                            args.test_frac, args.split_seed)
     tmp = fresh_dir(dest / "raw")
@@ -403,10 +568,7 @@ def step_text(dest: Path, args: argparse.Namespace) -> None:
         write_lines(tmp / f"{split}.{SRC_LANG}", (p.src for p in items))
         write_lines(tmp / f"{split}.{TGT_LANG}", (p.tgt for p in items))
         write_lines(tmp / f"{split}.docids", (p.doc for p in items))
-    summary = asdict(stats)
-    summary["dropped"] = stats.dropped
-    summary["kept_after_max_verses"] = len(pairs)
-    (tmp / "alignment.json").write_text(json.dumps(summary, indent=2),
+    (tmp / "alignment.json").write_text(json.dumps(summary, indent=2) + "\n",
                                         encoding="utf-8")
     publish_dir(tmp, dest / "raw")
 
@@ -419,24 +581,15 @@ def step_spm(dest: Path, args: argparse.Namespace) -> None:
     train_text = tmp / "train.joint.txt"
     write_lines(train_text, read_lines(raw / f"train.{SRC_LANG}")
                 + read_lines(raw / f"train.{TGT_LANG}"))
-    trainer_log = tmp / "train.log"
-    # sentencepiece logs to stderr from C++; keep it out of the console.
-    saved_stderr = os.dup(2)
     try:
-        with open(trainer_log, "w") as f:
-            os.dup2(f.fileno(), 2)
-            spm.SentencePieceTrainer.train(
-                input=str(train_text), model_prefix=str(tmp / "spm"),
-                vocab_size=args.vocab_size, model_type=args.spm_type,
-                character_coverage=1.0, hard_vocab_limit=False,
-                num_threads=args.workers, input_sentence_size=0,
-                shuffle_input_sentence=False)
-    except RuntimeError as err:
-        raise PrepError(f"sentencepiece training failed ({err}); "
-                        f"see {trainer_log}") from None
-    finally:
-        os.dup2(saved_stderr, 2)
-        os.close(saved_stderr)
+        spm.SentencePieceTrainer.train(
+            input=str(train_text), model_prefix=str(tmp / "spm"),
+            vocab_size=args.vocab_size, model_type=args.spm_type,
+            character_coverage=1.0, hard_vocab_limit=False,
+            num_threads=args.workers, input_sentence_size=0,
+            shuffle_input_sentence=False, minloglevel=2)
+    except RuntimeError as err:   # e.g. --vocab-size too large for bpe
+        raise PrepError(f"sentencepiece training failed: {err}") from None
     train_text.unlink()
     model = spm.SentencePieceProcessor(model_file=str(tmp / "spm.model"))
     for split in SPLITS:
@@ -454,7 +607,7 @@ def step_binarize(dest: Path, args: argparse.Namespace) -> None:
            "--trainpref", str(tok / "train"), "--validpref", str(tok / "valid"),
            "--testpref", str(tok / "test"), "--destdir", str(tmp),
            "--joined-dictionary", "--workers", str(args.workers)]
-    logfile = dest / "preprocess.log"
+    logfile = dest / "binarize.log"
     run_logged(cmd, logfile)
     for split in SPLITS:
         shutil.copyfile(dest / "raw" / f"{split}.docids",
@@ -463,18 +616,31 @@ def step_binarize(dest: Path, args: argparse.Namespace) -> None:
     publish_dir(tmp, dest / "bin")
 
 
+_MMAP_IDX_MAGIC = b"MMIDIDX\x00\x00"
+
+
+def idx_length(path: Path) -> int:
+    """Number of sentences in a fairseq mmap ``.idx`` file (header only).
+
+    Layout as written by fairseq's MMapIndexedDataset: 9-byte magic,
+    version (<Q), dtype code (<B), number of sentences (<Q). Reading it
+    directly avoids importing fairseq and torch.
+    """
+    with open(path, "rb") as f:
+        header = f.read(26)
+    if len(header) < 26 or header[:9] != _MMAP_IDX_MAGIC:
+        raise PrepError(f"{path} is not a fairseq mmap index; rerun with --force")
+    return struct.unpack("<Q", header[18:26])[0]
+
+
 def binarized_sizes(bin_dir: Path, split: str) -> Dict[str, int]:
     """Number of sentences in each binarized side of one split."""
-    from fairseq.data import data_utils
-
     sizes = {}
     for lang in (SRC_LANG, TGT_LANG):
-        prefix = bin_dir / f"{split}.{SRC_LANG}-{TGT_LANG}.{lang}"
-        dataset = data_utils.load_indexed_dataset(str(prefix), None)
-        if dataset is None:
-            raise PrepError(f"binarized data {prefix}.bin/.idx is missing; "
-                            "rerun with --force")
-        sizes[lang] = len(dataset)
+        prefix = f"{split}.{SRC_LANG}-{TGT_LANG}.{lang}"
+        if not (bin_dir / f"{prefix}.bin").is_file():
+            raise PrepError(f"{bin_dir / prefix}.bin is missing; rerun with --force")
+        sizes[lang] = idx_length(bin_dir / f"{prefix}.idx")
     return sizes
 
 
@@ -524,10 +690,17 @@ def print_stats(stats: dict, dest: Path) -> None:
     align_stats = stats["alignment"]
     log("done: " + ", ".join(f"{s} {pairs[s]} pairs / {chapters[s]} chapters"
                              for s in SPLITS))
-    log(f"aligned {align_stats['aligned']} verse pairs, dropped "
-        f"{align_stats['dropped']} (only in {SRC_LANG}: {align_stats['src_only']}, "
-        f"only in {TGT_LANG}: {align_stats['tgt_only']}, empty {SRC_LANG}: "
-        f"{align_stats['src_empty']}, empty {TGT_LANG}: {align_stats['tgt_empty']})")
+    log(f"aligned {align_stats['aligned']} verse pairs by reference, kept "
+        f"{align_stats['kept']}; dropped {align_stats['dropped']} verses: "
+        f"{align_stats['tgt_only']} only in {TGT_LANG} (deuterocanon etc.), "
+        f"{align_stats['src_only']} only in {SRC_LANG}, "
+        f"{align_stats['src_empty']} empty in {SRC_LANG}, "
+        f"{align_stats['tgt_empty']} empty in {TGT_LANG}, "
+        f"{align_stats['misaligned_pairs']} in "
+        f"{len(align_stats['misaligned_chapters'])} chapters with shifted "
+        "verse numbering")
+    if stats["max_verses"]:
+        log(f"--max-verses: used the first {stats['max_verses']} pairs only")
     log(f"sentencepiece {stats['spm_type']} vocab {stats['spm_vocab_size']}, "
         f"fairseq dict {stats['fairseq_dict_size']}; disk "
         f"{stats['disk_bytes']['total'] / 2**20:.1f} MiB "
@@ -553,6 +726,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help="fraction of chapters for valid (default: 0.0175)")
     parser.add_argument("--test-frac", type=float, default=0.0175,
                         help="fraction of chapters for test (default: 0.0175)")
+    parser.add_argument("--max-mismatch", type=float, default=0.23,
+                        help="drop chapters whose mean |log(es/en length)| "
+                             "exceeds this (shifted verse numbering; default: 0.23)")
     parser.add_argument("--split-seed", type=int, default=1,
                         help="seed of the chapter hash used for the split")
     parser.add_argument("--workers", type=int, default=2,
@@ -577,24 +753,33 @@ def run_pipeline(args: argparse.Namespace) -> dict:
     markers = Markers(dest)
     if args.force:
         markers.clear()
-    settings: dict = {"modules": MODULES}
+    settings: dict = {"modules": MODULES, "version": PIPELINE_VERSION}
     steps = [
-        ("extract", {}, lambda: step_extract(dest)),
-        ("text", {"max_verses": args.max_verses, "valid_frac": args.valid_frac,
-                  "test_frac": args.test_frac, "split_seed": args.split_seed},
+        ("extract", "source", {}, lambda: step_extract(dest)),
+        ("text", "raw", {"max_verses": args.max_verses,
+                         "valid_frac": args.valid_frac,
+                         "test_frac": args.test_frac,
+                         "split_seed": args.split_seed,
+                         "max_mismatch": args.max_mismatch},
          lambda: step_text(dest, args)),
-        ("spm", {"vocab_size": args.vocab_size, "spm_type": args.spm_type},
+        ("spm", "spm", {"vocab_size": args.vocab_size,
+                        "spm_type": args.spm_type},
          lambda: step_spm(dest, args)),
-        ("binarize", {}, lambda: step_binarize(dest, args)),
+        ("binarize", "bin", {}, lambda: step_binarize(dest, args)),
     ]
-    for name, step_settings, action in steps:
+    upstream_changed = False
+    for index, (name, output, step_settings, action) in enumerate(steps):
         settings = {**settings, **step_settings}
-        if markers.done(name, settings):
+        if (not upstream_changed and markers.done(name, settings)
+                and (dest / output).is_dir()):
             log(f"{name}: already done, skipping")
             continue
         log(f"{name}: running")
+        for later in steps[index:]:
+            markers.unmark(later[0])
         action()
         markers.mark(name, settings)
+        upstream_changed = True
     verify_counts(dest, dest / "bin")
     stats = collect_stats(dest, args, time.time() - start)
     (dest / "stats.json").write_text(json.dumps(stats, indent=2) + "\n",
@@ -607,10 +792,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     try:
         run_pipeline(args)
-    except PrepError as err:
-        print(f"prepare-bible: error: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:
+    except (PrepError, OSError) as err:
         print(f"prepare-bible: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

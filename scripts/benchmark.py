@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Speed and memory of fairseq_ctx architectures against plain ``transformer``.
+
+For each variant (an ``--arch`` plus optional flags) this measures, on the same
+binarized data and with the same model size:
+
+* training throughput: target tokens/s over ``--train-updates`` updates
+  (forward, backward, Adam step) after ``--warmup-updates`` untimed ones;
+* beam-search decoding: sentences/s and generated tokens/s over the first
+  ``--decode-sentences`` sentences of ``--gen-subset``, with the output length
+  capped (``--max-len-a``/``--max-len-b``) so that an undertrained model's
+  run-on outputs do not dominate;
+* peak memory (CUDA: max allocated; CPU: the process's peak RSS) and the
+  number of parameters;
+
+each as a ratio against plain ``transformer`` measured in the same run. Every
+variant runs in a fresh subprocess (so peak memory is its own), variants
+alternate over ``--repeats`` rounds and the median is reported.
+
+Examples::
+
+    # CPU, tiny models, on the Bible corpus
+    python3 scripts/benchmark.py data/bible/bin --size tiny \\
+        --archs transformer_ctxsan transformer_dc transformer_gret
+    # GPU, Transformer-Base, with a variant carrying its own flags
+    python3 scripts/benchmark.py data-bin/wmt14_en_de --size base --device cuda \\
+        --variant enc-dc transformer_dc "" --variant full-dc transformer_dc_full ""
+"""
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SIZES = {
+    # d, ffn, heads, encoder layers, decoder layers
+    "tiny": (64, 256, 4, 2, 2),
+    "small": (256, 1024, 4, 3, 3),
+    "base": None,  # each arch's own Base preset
+}
+
+
+def size_flags(size):
+    if SIZES[size] is None:
+        return []
+    d, ffn, heads, enc, dec = SIZES[size]
+    return [
+        "--encoder-embed-dim", str(d), "--decoder-embed-dim", str(d),
+        "--encoder-ffn-embed-dim", str(ffn), "--decoder-ffn-embed-dim", str(ffn),
+        "--encoder-attention-heads", str(heads), "--decoder-attention-heads", str(heads),
+        "--encoder-layers", str(enc), "--decoder-layers", str(dec),
+    ]
+
+
+# ---------------------------------------------------------------- one variant
+def measure(opts):
+    """Runs in the child process: build one model, time it, print JSON."""
+    import torch
+    from fairseq import options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    torch.manual_seed(1)
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+    device = torch.device(opts.device)
+    cli = [opts.data, "--user-dir", os.path.join(REPO, "fairseq_ctx"), "--arch", opts.arch,
+           "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+           "--optimizer", "adam", "--lr", "0.0005", "--max-tokens", str(opts.max_tokens),
+           "--required-batch-size-multiple", "1", "--dropout", "0.1", "--seed", "1"]
+    cli += size_flags(opts.size) + opts.flags
+    if opts.device == "cpu":
+        cli.append("--cpu")
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, input_args=cli)
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
+    criterion = task.build_criterion(cfg.criterion)
+    dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[opts.precision]
+    model = model.to(device=device, dtype=dtype)
+    criterion = criterion.to(device)
+    params = sum(p.numel() for p in model.parameters())
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4, betas=(0.9, 0.98), eps=1e-6 if dtype != torch.float32 else 1e-8)
+
+    def batches(split, max_tokens=None, max_sentences=None, shuffle=True):
+        task.load_dataset(split)
+        itr = task.get_batch_iterator(
+            dataset=task.dataset(split), max_tokens=max_tokens, max_sentences=max_sentences,
+            max_positions=utils.resolve_max_positions(task.max_positions(), model.max_positions()),
+            ignore_invalid_inputs=True, required_batch_size_multiple=1, seed=1, num_workers=0,
+        ).next_epoch_itr(shuffle=shuffle)
+        for sample in itr:
+            yield utils.move_to_cuda(sample, device) if device.type == "cuda" else sample
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    # training
+    model.train()
+    train_iter = batches("train", max_tokens=opts.max_tokens)
+    tokens, elapsed = 0, 0.0
+    for step in range(opts.warmup_updates + opts.train_updates):
+        try:
+            sample = next(train_iter)
+        except StopIteration:
+            train_iter = batches("train", max_tokens=opts.max_tokens)
+            sample = next(train_iter)
+        sync()
+        start = time.perf_counter()
+        with torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32 and device.type == "cuda"):
+            loss, _, log = criterion(model, sample)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        sync()
+        if step >= opts.warmup_updates:
+            elapsed += time.perf_counter() - start
+            tokens += int(log["ntokens"])
+    train_tok_s = tokens / elapsed
+
+    # decoding
+    model.eval()
+    gen_args = argparse.Namespace(beam=opts.beam, max_len_a=opts.max_len_a, max_len_b=opts.max_len_b,
+                                  min_len=1, lenpen=1.0, unkpen=0.0, nbest=1)
+    generator = task.build_generator([model], gen_args)
+    sents, gen_tokens, dec_elapsed, first = 0, 0, 0.0, True
+    with torch.no_grad():
+        for sample in batches(opts.gen_subset, max_sentences=opts.decode_batch_size, shuffle=False):
+            if first:  # one untimed batch: lazy initialisation, allocator warm-up
+                task.inference_step(generator, [model], sample)
+                first = False
+            sync()
+            start = time.perf_counter()
+            hypos = task.inference_step(generator, [model], sample)
+            sync()
+            dec_elapsed += time.perf_counter() - start
+            sents += len(hypos)
+            gen_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos)
+            if sents >= opts.decode_sentences:
+                break
+    if device.type == "cuda":
+        peak_mb = torch.cuda.max_memory_allocated() / 2 ** 20
+    else:
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    return {"params": params, "train_tok_s": train_tok_s, "decode_sent_s": sents / dec_elapsed,
+            "decode_tok_s": gen_tokens / dec_elapsed, "peak_mem_mb": peak_mb,
+            "decoded_sentences": sents, "timed_train_tokens": tokens}
+
+
+# ---------------------------------------------------------------- orchestration
+METRICS = [("params", "params"), ("train_tok_s", "train tok/s"), ("decode_sent_s", "dec sent/s"),
+           ("decode_tok_s", "dec tok/s"), ("peak_mem_mb", "peak MB")]
+
+
+def run_child(opts, label, arch, flags):
+    cmd = [sys.executable, os.path.abspath(__file__), opts.data, "--child", "--arch", arch,
+           "--flags", json.dumps(flags)]
+    for name in ("size", "device", "precision", "max_tokens", "train_updates", "warmup_updates",
+                 "decode_sentences", "decode_batch_size", "beam", "max_len_a", "max_len_b", "gen_subset", "threads"):
+        cmd += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCHMARK_JSON ")]
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"benchmark: variant {label} ({arch} {' '.join(flags)}) failed:\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1][len("BENCHMARK_JSON "):])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", help="binarized data directory (fairseq-preprocess output)")
+    p.add_argument("--archs", nargs="*", default=[], help="architectures to compare with plain transformer")
+    p.add_argument("--variant", nargs=3, action="append", default=[], metavar=("LABEL", "ARCH", "FLAGS"),
+                   help="a labelled variant with extra fairseq flags (quoted string, may be empty)")
+    p.add_argument("--baseline-flags", default="", help="extra flags for the transformer baseline (e.g. a task)")
+    p.add_argument("--size", choices=sorted(SIZES), default="tiny")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32")
+    p.add_argument("--max-tokens", type=int, default=2048)
+    p.add_argument("--train-updates", type=int, default=20)
+    p.add_argument("--warmup-updates", type=int, default=3)
+    p.add_argument("--decode-sentences", type=int, default=200)
+    p.add_argument("--decode-batch-size", type=int, default=32)
+    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--max-len-a", type=float, default=1.2)
+    p.add_argument("--max-len-b", type=int, default=10)
+    p.add_argument("--gen-subset", default="valid")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--repeats", type=int, default=1, help="alternating rounds; the median is reported")
+    p.add_argument("--json", help="write the results here")
+    # internal: one measurement in a child process
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--arch", help=argparse.SUPPRESS)
+    p.add_argument("--flags", default="[]", help=argparse.SUPPRESS)
+    opts = p.parse_args()
+
+    if not os.path.isdir(opts.data):
+        p.error(f"data directory not found: {opts.data}")
+    if opts.child:
+        opts.flags = json.loads(opts.flags)
+        print("BENCHMARK_JSON " + json.dumps(measure(opts)), flush=True)
+        return
+    if opts.repeats < 1 or opts.train_updates < 1 or opts.decode_sentences < 1:
+        p.error("--repeats, --train-updates and --decode-sentences must be at least 1")
+
+    variants = [("transformer", "transformer", opts.baseline_flags.split())]
+    variants += [(arch, arch, []) for arch in opts.archs if arch != "transformer"]
+    variants += [(label, arch, flags.split()) for label, arch, flags in opts.variant]
+
+    runs = {label: [] for label, _, _ in variants}
+    for round_ in range(opts.repeats):
+        for label, arch, flags in variants:
+            print(f"[round {round_ + 1}/{opts.repeats}] {label} ...", file=sys.stderr, flush=True)
+            runs[label].append(run_child(opts, label, arch, flags))
+
+    results = {label: {k: statistics.median(r[k] for r in rs) for k, _ in METRICS} for label, rs in runs.items()}
+    base = results["transformer"]
+    for label, res in results.items():
+        for key, _ in METRICS:
+            res[key + "_ratio"] = res[key] / base[key]
+
+    header = f"{'variant':<28}" + "".join(f"{name:>22}" for _, name in METRICS)
+    print(f"\nsize={opts.size} device={opts.device} precision={opts.precision} "
+          f"max_tokens={opts.max_tokens} beam={opts.beam} repeats={opts.repeats} (value, ratio to transformer)")
+    print(header)
+    print("-" * len(header))
+    for label, res in results.items():
+        cells = []
+        for key, _ in METRICS:
+            value = f"{res[key] / 1e6:.2f}M" if key == "params" else f"{res[key]:.1f}"
+            cells.append(f"{value + ' (' + format(res[key + '_ratio'], '.2f') + 'x)':>22}")
+        print(f"{label:<28}" + "".join(cells))
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"settings": {k: v for k, v in vars(opts).items() if k not in ("child", "arch", "flags")},
+                       "results": results, "runs": runs}, f, indent=2)
+        print(f"\nwrote {opts.json}")
+
+
+if __name__ == "__main__":
+    main()

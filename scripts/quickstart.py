@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Quickstart: prepare the Bible corpus, train small models on CPU for a bounded
+time, translate the test set with beam search and print detokenized sacreBLEU.
+
+    bash scripts/quickstart.sh                      # plain transformer, ~25 min on 2 cores
+    bash scripts/quickstart.sh --archs transformer transformer_ctxsan --minutes 10
+
+Each architecture is trained with the same small size, optimiser and time
+budget (fairseq's ``--stop-time-hours``), so the table compares like with like.
+Training shows fairseq's progress log. The last lines are a table:
+arch, parameters, train time, updates, BLEU.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+USER_DIR = os.path.join(REPO, "fairseq_ctx")
+
+# A small Transformer that learns something in minutes on two CPU cores.
+SMALL_MODEL = [
+    "--encoder-layers", "3", "--decoder-layers", "3",
+    "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
+    "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
+    "--encoder-attention-heads", "4", "--decoder-attention-heads", "4",
+    "--share-all-embeddings",
+]
+TRAIN_FLAGS = [
+    "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "0.001",
+    "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "400", "--clip-norm", "1.0",
+    "--dropout", "0.1", "--weight-decay", "0.0001",
+    "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+    "--max-tokens", "4096", "--required-batch-size-multiple", "1",
+    "--num-workers", "0", "--seed", "1", "--cpu", "--no-epoch-checkpoints",
+    "--log-format", "simple", "--log-interval", "50",
+]
+# Architectures that read document context need the document task.
+ARCH_FLAGS = {
+    "transformer_ctxenc": ["--task", "document_translation", "--context-size", "1"],
+}
+
+
+def run(cmd, log_path=None, echo=True):
+    """Run a command, streaming its output (fairseq's progress) and keeping a log."""
+    print("+ " + " ".join(cmd), flush=True)
+    with open(log_path or os.devnull, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+        for line in proc.stdout:
+            log.write(line)
+            if echo and ("| INFO |" not in line or re.search(r"\| (train_inner|train|valid) \|", line)):
+                sys.stdout.write(line)
+                sys.stdout.flush()
+        if proc.wait() != 0:
+            sys.exit(f"quickstart: command failed (exit {proc.returncode}); see {log_path}")
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--archs", nargs="+", default=["transformer"], help="architectures to train (default: transformer)")
+    p.add_argument("--minutes", type=float, default=15.0, help="training budget per architecture (default 15)")
+    p.add_argument("--data", default=os.path.join(REPO, "data", "bible"), help="Bible corpus directory")
+    p.add_argument("--out", default=os.path.join(REPO, "runs", "quickstart"), help="checkpoints, logs, results")
+    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="OMP threads for training and decoding")
+    opts = p.parse_args()
+    if opts.minutes <= 0:
+        p.error("--minutes must be positive")
+
+    bin_dir, raw_dir = os.path.join(opts.data, "bin"), os.path.join(opts.data, "raw")
+    if not os.path.exists(os.path.join(bin_dir, "dict.es.txt")):
+        run(["bash", os.path.join(REPO, "scripts", "prepare-bible.sh"), "--dest", opts.data])
+    refs = read_lines(os.path.join(raw_dir, "test.en"))
+    os.makedirs(opts.out, exist_ok=True)
+    os.environ["OMP_NUM_THREADS"] = str(opts.threads)
+
+    rows = []
+    for arch in opts.archs:
+        save = os.path.join(opts.out, arch)
+        extra = ARCH_FLAGS.get(arch, [])
+        start = time.time()
+        run([sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
+             *SMALL_MODEL, *TRAIN_FLAGS, *extra, "--save-dir", save,
+             "--stop-time-hours", str(opts.minutes / 60)], log_path=save + ".train.log")
+        train_minutes = (time.time() - start) / 60
+        train_log = open(save + ".train.log", encoding="utf-8").read()
+        params = int(re.search(r"num\. model params: ([\d,]+)", train_log).group(1).replace(",", ""))
+        updates = re.findall(r"num_updates (\d+)", train_log)
+
+        gen_log = save + ".test.log"
+        run([sys.executable, "-m", "fairseq_cli.generate", bin_dir, "--user-dir", USER_DIR,
+             "--path", os.path.join(save, "checkpoint_best.pt"), "--gen-subset", "test", "--beam", str(opts.beam),
+             "--batch-size", "64", "--required-batch-size-multiple", "1", "--remove-bpe", "sentencepiece",
+             "--cpu", *extra], log_path=gen_log, echo=False)
+        hyps = {}
+        for line in read_lines(gen_log):
+            m = re.match(r"^D-(\d+)\t\S+\t(.*)$", line)
+            if m:
+                hyps[int(m.group(1))] = m.group(2)
+        if sorted(hyps) != list(range(len(refs))):
+            sys.exit(f"quickstart: {arch} produced {len(hyps)} translations for {len(refs)} test sentences; "
+                     f"see {gen_log}")
+        import sacrebleu
+
+        bleu = sacrebleu.corpus_bleu([hyps[i] for i in range(len(refs))], [refs])
+        with open(save + ".test.hyp", "w", encoding="utf-8") as f:
+            f.writelines(hyps[i] + "\n" for i in range(len(refs)))
+        rows.append({"arch": arch, "params": params, "train_minutes": round(train_minutes, 1),
+                     "updates": int(updates[-1]) if updates else 0, "bleu": round(bleu.score, 2),
+                     "signature": str(sacrebleu.BLEU().get_signature())})
+        print(f"{arch}: {bleu}", flush=True)
+
+    with open(os.path.join(opts.out, "results.json"), "w") as f:
+        json.dump(rows, f, indent=2)
+    print(f"\n{'arch':<24}{'params':>10}{'train min':>11}{'updates':>9}{'BLEU':>7}")
+    for r in rows:
+        print(f"{r['arch']:<24}{r['params'] / 1e6:>9.2f}M{r['train_minutes']:>11.1f}{r['updates']:>9}{r['bleu']:>7.2f}")
+    print(f"detokenized sacreBLEU on the Bible test set ({len(refs)} verses), {rows[0]['signature']}")
+
+
+if __name__ == "__main__":
+    main()
