@@ -3,6 +3,7 @@ shared context encoder, parameter counts, padding invariance, incremental
 decoding, beam reordering, and fairseq-train/generate/interactive runs with
 --task document_translation."""
 import math
+import re
 
 import pytest
 import torch
@@ -223,3 +224,47 @@ def test_interactive(trained):
     assert len(hyps) == 3
     # the second line is shown with its context glued in front
     assert f"S-1\t{lines[0]} <sep> {lines[1]}" in proc.stdout
+
+
+# ---------------------------------------------------------------------------
+# context attention analysis
+# ---------------------------------------------------------------------------
+
+def test_share_accumulator():
+    from fairseq_ctx.analysis.ctxenc_context_attention import ShareAccumulator, context_share
+
+    gate = torch.full((4, 2, 3), 0.75)
+    gate[1, 1] = 0.25
+    share = context_share(gate)  # B x T
+    assert share.shape == (2, 4) and torch.allclose(share[1, 1], torch.tensor(0.75))
+    d = _dictionary(10)
+    a, b = d.index("w1"), d.index("w2")
+    tokens = torch.tensor([[1, a, b, 2], [a, b, b, 2]])
+    keep = tokens.ne(1) & tokens.ne(2)
+    acc = ShareAccumulator(len(d))
+    acc.add(tokens, share, keep, torch.tensor([False, True]))
+    res = acc.result(d, min_count=2)
+    assert res["types"]["w1"] == {"mean_context_share": 0.25, "mean_position": 0.0, "count": 2}
+    assert res["types"]["w2"]["count"] == 3
+    assert res["types"]["w2"]["mean_context_share"] == pytest.approx((0.25 + 0.75 + 0.25) / 3)
+    assert res["types"]["w2"]["mean_position"] == pytest.approx((1 + 1 + 2) / 3)
+    assert res["ranking"] == ["w2", "w1"]
+    assert res["mean_context_share_empty_context"] == pytest.approx(0.25)
+    assert res["mean_context_share_with_context"] == pytest.approx((0.25 + 0.75 + 0.25) / 3)
+
+
+def test_context_attention_script(trained, tmp_path):
+    import json
+
+    from tests.utils import run_cli
+
+    bin_dir, ckpt, _ = trained
+    out = tmp_path / "share.json"
+    proc = run_cli("fairseq_ctx.analysis.ctxenc_context_attention", [
+        bin_dir, "--path", ckpt, *TASK, "--gen-subset", "test", "--out", out, "--min-count", "1",
+        "--top-k", "5", "--cpu"])
+    res = json.loads(out.read_text())
+    assert res["num_sentences"] == 14 and 0 < res["mean_context_share"] < 1
+    assert sum(v["count"] for v in res["types"].values()) == res["num_tokens"]
+    top = res["ranking"][0]
+    assert re.search(rf"^\s+1\s+{re.escape(top)}\s", proc.stdout, re.M)

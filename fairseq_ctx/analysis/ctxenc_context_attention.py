@@ -1,0 +1,188 @@
+"""Which source words attend to context most in a transformer_ctxenc model
+(Voita et al., ACL 2018, Section 6.1 and its top-10 table: "it", "yours",
+"ones", "you", "I", "yes", ...).
+
+In the last source-encoder layer, c = g * c_s + (1 - g) * c_c mixes the
+self-attention output c_s with the attention to context c_c through an
+element-wise gate g (``CtxEncGatedEncoderLayer``).  The *context share* of a
+source token is the mean over the model's channels of ``1 - g`` at that
+token: 0 = context ignored, 1 = only context.  For every source token type
+(an entry of the model's dictionary, so a subword unit when the data is BPE
+or sentencepiece) the script averages the context share and the token's
+position in its sentence (0-based) over all its occurrences in a split,
+with the context ``--task document_translation`` gives (so the same flags:
+``--context-size``, ``--context-mode``, ``--shuffle-context``).  EOS and
+padding are left out.  Types seen fewer than ``--min-count`` times are not
+ranked.
+
+Writes JSON (``--out``; per-type mean share, mean position and count, plus
+the overall mean share, the mean share of sentences with and without
+context sentences) and prints the ``--top-k`` table.
+
+Usage::
+
+    python3 -m fairseq_ctx.analysis.ctxenc_context_attention DATA-BIN --path CKPT \\
+        --task document_translation --gen-subset test --out ctx_attention.json \\
+        [--top-k 10] [--min-count 5] [--max-tokens 4000] [--cpu]
+"""
+import json
+import logging
+import sys
+from typing import Dict
+
+import torch
+
+logger = logging.getLogger("fairseq_ctx.analysis.ctxenc_context_attention")
+
+
+def context_share(gate: torch.Tensor) -> torch.Tensor:
+    """Mean over channels of 1 - g: gate T x B x C -> B x T."""
+    return (1.0 - gate).mean(dim=-1).transpose(0, 1)
+
+
+class ShareAccumulator:
+    """Per-type sums of context share, position and counts (vectorised with
+    ``bincount``)."""
+
+    def __init__(self, vocab_size: int):
+        self.share = torch.zeros(vocab_size, dtype=torch.float64)
+        self.position = torch.zeros(vocab_size, dtype=torch.float64)
+        self.count = torch.zeros(vocab_size, dtype=torch.float64)
+        self.with_ctx = [0.0, 0]
+        self.without_ctx = [0.0, 0]
+
+    def add(self, tokens: torch.Tensor, share: torch.Tensor, keep: torch.Tensor,
+            has_context: torch.Tensor):
+        """tokens, share, keep: B x T (keep: real, non-EOS tokens); has_context: B."""
+        position = (keep.long().cumsum(dim=1) - 1).double()
+        ids = tokens[keep]
+        n = self.count.numel()
+        self.share += torch.bincount(ids, weights=share[keep].double(), minlength=n).cpu()
+        self.position += torch.bincount(ids, weights=position[keep], minlength=n).cpu()
+        self.count += torch.bincount(ids, minlength=n).double().cpu()
+        per_sent = (share * keep).sum(1).double()
+        per_len = keep.sum(1)
+        for flag, acc in ((has_context, self.with_ctx), (~has_context, self.without_ctx)):
+            acc[0] += float(per_sent[flag].sum())
+            acc[1] += int(per_len[flag].sum())
+
+    def result(self, dictionary, min_count: int) -> Dict:
+        total = float(self.count.sum())
+        if total == 0:
+            raise ValueError("no source tokens to analyse")
+        types = {}
+        for i in torch.nonzero(self.count).flatten().tolist():
+            c = float(self.count[i])
+            types[dictionary[i]] = {
+                "mean_context_share": float(self.share[i]) / c,
+                "mean_position": float(self.position[i]) / c,
+                "count": int(c),
+            }
+        ranked = sorted((w for w, v in types.items() if v["count"] >= min_count),
+                        key=lambda w: -types[w]["mean_context_share"])
+        mean = lambda acc: acc[0] / acc[1] if acc[1] else None  # noqa: E731
+        return {
+            "num_tokens": int(total),
+            "mean_context_share": float(self.share.sum()) / total,
+            "mean_context_share_with_context": mean(self.with_ctx),
+            "mean_context_share_empty_context": mean(self.without_ctx),
+            "min_count": min_count,
+            "ranking": ranked,
+            "types": types,
+        }
+
+
+def analyse(model, task, subset: str, cfg, min_count: int = 5, limit: int = 0) -> Dict:
+    from fairseq import utils
+
+    encoder = model.encoder
+    if not getattr(model, "accepts_context", False) or not hasattr(encoder, "ctx_layer"):
+        raise ValueError("the checkpoint is not a transformer_ctxenc model")
+    itr = task.get_batch_iterator(
+        dataset=task.dataset(subset),
+        max_tokens=cfg.dataset.max_tokens,
+        max_sentences=cfg.dataset.batch_size,
+        max_positions=utils.resolve_max_positions(task.max_positions(), model.max_positions()),
+        ignore_invalid_inputs=cfg.dataset.skip_invalid_size_inputs_valid_test,
+        # fairseq drops a last batch smaller than the multiple; every sentence counts here
+        required_batch_size_multiple=1,
+        seed=cfg.common.seed,
+    ).next_epoch_itr(shuffle=False)
+    use_cuda = torch.cuda.is_available() and not cfg.common.cpu
+    dictionary = task.source_dictionary
+    acc = ShareAccumulator(len(dictionary))
+    n_sents = 0
+    with torch.no_grad():
+        for sample in itr:
+            sample = task.model_input([model], sample)
+            if use_cuda:
+                sample = utils.move_to_cuda(sample)
+            net = sample["net_input"]
+            out = encoder(net["src_tokens"], src_lengths=net["src_lengths"],
+                          ctx_tokens=net.get("ctx_tokens"), return_gate=True)
+            tokens = net["src_tokens"]
+            keep = tokens.ne(dictionary.pad()) & tokens.ne(dictionary.eos())
+            ctx = net.get("ctx_tokens")
+            has_context = (ctx.ne(dictionary.pad()) & ctx.ne(dictionary.eos())).any(1) if ctx is not None \
+                else torch.zeros(tokens.size(0), dtype=torch.bool, device=tokens.device)
+            acc.add(tokens, context_share(out["ctx_gate"][0]), keep, has_context)
+            n_sents += tokens.size(0)
+            if limit and n_sents >= limit:
+                break
+    res = acc.result(dictionary, min_count)
+    res["num_sentences"] = n_sents
+    return res
+
+
+def format_table(res: Dict, top_k: int) -> str:
+    lines = [f"{'rank':>4}  {'word':<20} {'context share':>13} {'mean pos':>9} {'count':>7}"]
+    for rank, word in enumerate(res["ranking"][:top_k], 1):
+        v = res["types"][word]
+        lines.append(f"{rank:>4}  {word:<20} {v['mean_context_share']:>13.4f} "
+                     f"{v['mean_position']:>9.2f} {v['count']:>7d}")
+    lines.append(f"all tokens: {res['mean_context_share']:.4f} over {res['num_tokens']} tokens")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
+                        stream=sys.stderr)
+    import fairseq_ctx  # noqa: F401  (registers the task and the arch; safe checkpoint loading)
+    from fairseq import checkpoint_utils, options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    parser = options.get_generation_parser()
+    parser.add_argument("--out", required=True, metavar="FILE", help="JSON output file")
+    parser.add_argument("--top-k", type=int, default=10, metavar="K", help="rows of the printed table")
+    parser.add_argument("--min-count", type=int, default=5, metavar="N",
+                        help="rank only types seen at least N times")
+    parser.add_argument("--limit", type=int, default=0, metavar="N", help="about N sentences at most (0: all)")
+    args = options.parse_args_and_arch(parser, input_args=argv)
+    if args.top_k < 1:
+        raise ValueError(f"--top-k must be >= 1, got {args.top_k}")
+    if args.max_tokens is None and args.batch_size is None:
+        args.max_tokens = 4000
+    cfg = convert_namespace_to_omegaconf(args)
+    utils.import_user_module(cfg.common)
+    task = tasks.setup_task(cfg.task)
+    models, saved_cfg = checkpoint_utils.load_model_ensemble(
+        utils.split_paths(cfg.common_eval.path)[:1], arg_overrides=eval(cfg.common_eval.model_overrides), task=task)
+    model = models[0].eval()
+    if torch.cuda.is_available() and not cfg.common.cpu:
+        model = model.cuda()
+    task.load_dataset(cfg.dataset.gen_subset, task_cfg=saved_cfg.task)
+    res = analyse(model, task, cfg.dataset.gen_subset, cfg, min_count=args.min_count, limit=args.limit)
+    res.update(subset=cfg.dataset.gen_subset, path=cfg.common_eval.path,
+               context_mode=cfg.task.context_mode, context_size=cfg.task.context_size,
+               shuffle_context=cfg.task.shuffle_context,
+               definition="context share = mean over channels of (1 - g), g the gate of the last "
+                          "source-encoder layer (Voita et al. 2018)")
+    with open(args.out, "w") as f:
+        json.dump(res, f, indent=2)
+    print(format_table(res, args.top_k))
+    logger.info("wrote %s", args.out)
+    return res
+
+
+if __name__ == "__main__":
+    main()
