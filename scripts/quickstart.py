@@ -51,7 +51,8 @@ def run(cmd, log_path=None, echo=True):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
         for line in proc.stdout:
             log.write(line)
-            if echo and ("| INFO |" not in line or re.search(r"\| (train_inner|train|valid) \|", line)):
+            # fairseq's progress (train_inner/train/valid lines) and errors; the rest goes to the log.
+            if echo and re.search(r"\| (train_inner|train|valid) \||done training|Error|error:", line):
                 sys.stdout.write(line)
                 sys.stdout.flush()
         if proc.wait() != 0:
