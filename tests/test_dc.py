@@ -2,6 +2,7 @@
 import json
 import math
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,11 @@ from fairseq.data import Dictionary
 from fairseq.models import ARCH_MODEL_REGISTRY
 from fairseq.tasks.translation import TranslationTask
 
+from fairseq_ctx.analysis import dc_divergence
 from fairseq_ctx.analysis.dc_divergence import head_max_distribution, js_divergence
 from fairseq_ctx.models.transformer_dc import parse_layer_spec
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
-from tests.utils import REPO, generate, interactive, make_parallel_data, preprocess, run_cli, train
+from tests.utils import REPO, generate, interactive, make_parallel_data, preprocess, train
 
 torch.set_num_threads(1)
 
@@ -173,10 +175,10 @@ def _decode_incrementally(model, tgt, enc):
     return torch.stack(outs, 1), inc
 
 
-@pytest.mark.parametrize("f", [2, 3])
-def test_incremental_equals_full(f):
+@pytest.mark.parametrize("f,extra", [(2, []), (3, []), (2, ["--decoder-normalize-before"]), (1, [])])
+def test_incremental_equals_full(f, extra):
     torch.manual_seed(0)
-    model = build("transformer_dc_tiny", ["--dc-decoder-layers", "all", "--dc-kernel-size", str(f)]).eval()
+    model = build("transformer_dc_tiny", ["--dc-decoder-layers", "all", "--dc-kernel-size", str(f), *extra]).eval()
     src = _tokens([5, 8, 3], pad_left=True)
     tgt = _tokens([7, 7, 7], pad_left=False, seed=1, bos=2)
     full, _ = model(src, src.ne(1).sum(1), tgt)
@@ -273,49 +275,86 @@ VARIANTS = {
 }
 
 
+def _parallel(jobs):
+    """Run independent CLI jobs concurrently (each is its own process, so
+    threads suffice); return {name: result or the exception it raised}."""
+    results = {}
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = {name: pool.submit(fn) for name, fn in jobs.items()}
+        for name, fut in futures.items():
+            try:
+                results[name] = fut.result()
+            except Exception as e:  # re-raised by the test that needs it
+                results[name] = e
+    return results
+
+
+def _get(runs, name):
+    result = runs[name]
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
 @pytest.fixture(scope="module")
-def data_bin(tmp_path_factory):
-    root = tmp_path_factory.mktemp("dc_data")
+def runs(tmp_path_factory):
+    """Binarize tiny data, train Enc-, Dec- and Full-DC for 3 updates, then
+    decode/score/analyse them; the CLI runs of each phase run in parallel to
+    keep the wall time down on a loaded machine."""
+    root = tmp_path_factory.mktemp("dc_e2e")
     raw = make_parallel_data(root / "raw", num_train=60, num_valid=8, num_test=6)
-    return preprocess(raw, root / "bin")
-
-
-@pytest.fixture(scope="module")
-def checkpoints(data_bin, tmp_path_factory):
-    root = tmp_path_factory.mktemp("dc_ckpt")
-    out = {}
-    for name, flags in VARIANTS.items():
-        save = root / name
-        train(data_bin, save, arch="transformer_dc_tiny", model_flags=(), extra=flags, max_update=3)
-        out[name] = save / "checkpoint_last.pt"
-        assert out[name].exists()
-    return out
+    data_bin = preprocess(raw, root / "bin")
+    ckpt = {name: root / name / "checkpoint_last.pt" for name in VARIANTS}
+    trained = _parallel({
+        name: (lambda name=name, flags=flags: train(
+            data_bin, root / name, arch="transformer_dc_tiny", model_flags=(), extra=flags, max_update=3))
+        for name, flags in VARIANTS.items()
+    })
+    for name in VARIANTS:
+        _get(trained, name)
+    out_dir = root / "divergence"
+    jobs = {f"generate_{name}": (lambda name=name: generate(data_bin, ckpt[name], beam=2)) for name in VARIANTS}
+    jobs["interactive"] = lambda: interactive(data_bin, ckpt["full"], ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"])
+    jobs["score_reference"] = lambda: generate(data_bin, ckpt["full"], extra=["--score-reference"], beam=1)
+    results = _parallel(jobs)
+    # the analysis script in-process (its `python3 -m` entry point only calls main)
+    try:
+        results["divergence"] = dc_divergence.main([
+            "--path", f"{ckpt['enc']}:{ckpt['full']}", str(data_bin), "--gen-subset", "valid",
+            "--out", str(out_dir), "--cpu", "--max-tokens", "200",
+        ])
+    except Exception as e:
+        results["divergence"] = e
+    results["divergence_dir"] = out_dir
+    results["checkpoints"] = ckpt
+    return results
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_train_and_generate(variant, data_bin, checkpoints):
-    hyps, srcs, _ = generate(data_bin, checkpoints[variant], beam=2)
+def test_train_and_generate(variant, runs):
+    assert runs["checkpoints"][variant].exists()
+    hyps, srcs, _ = _get(runs, f"generate_{variant}")
     assert len(srcs) == 6 and set(hyps) == set(srcs)
     assert all(math.isfinite(score) for _, score in hyps.values())
 
 
-def test_interactive_and_score_reference(data_bin, checkpoints):
-    lines = ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"]
-    hyps, _ = interactive(data_bin, checkpoints["full"], lines)
+def test_interactive(runs):
+    hyps, _ = _get(runs, "interactive")
     assert len(hyps) == 3
-    hyps, srcs, _ = generate(data_bin, checkpoints["full"], extra=["--score-reference"], beam=1)
+
+
+def test_score_reference(runs):
+    hyps, srcs, _ = _get(runs, "score_reference")
     assert len(hyps) == 6 and all(math.isfinite(score) for _, score in hyps.values())
 
 
-def test_divergence_script(data_bin, checkpoints, tmp_path):
-    paths = f"{checkpoints['enc']}:{checkpoints['full']}"
-    run_cli("fairseq_ctx.analysis.dc_divergence", [
-        "--path", paths, data_bin, "--gen-subset", "valid", "--out", tmp_path, "--cpu", "--max-tokens", "200",
-    ])
-    summary = json.loads((tmp_path / "dc_divergence.json").read_text())
+def test_divergence_script(runs):
+    _get(runs, "divergence")
+    out_dir = runs["divergence_dir"]
+    summary = json.loads((out_dir / "dc_divergence.json").read_text())
     assert [c["kernel_size"] for c in summary["checkpoints"]] == [2, 3]
     for c in summary["checkpoints"]:
         assert sorted(c["dv"]) == ["1", "2"] and c["num_sentences"] == 8
         assert all(0.0 <= v <= math.log(2) for v in c["dv"].values())
         assert abs(c["E_d"] - sum(c["dv"].values()) / 2) < 1e-9
-    assert (tmp_path / "dc_divergence.png").stat().st_size > 1000
+    assert (out_dir / "dc_divergence.png").stat().st_size > 1000
