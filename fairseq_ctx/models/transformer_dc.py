@@ -140,8 +140,8 @@ class DualContextualEncoder(TransformerEncoderBase):
                 m.alpha = None
         return out
 
-    @torch.jit.export
     def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
+        """fairseq's reordering, plus the optional ``dc_alpha`` readout (B first)."""
         new_out = super().reorder_encoder_out(encoder_out, new_order)
         if "dc_alpha" in encoder_out:
             new_out["dc_alpha"] = [a.index_select(0, new_order) for a in encoder_out["dc_alpha"]]
