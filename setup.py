@@ -25,6 +25,11 @@ setup(
         "subword-nmt",
         "sacremoses",
     ],
+    entry_points={
+        "console_scripts": [
+            "fairseq-ctx-average-checkpoints = fairseq_ctx.scripts.average_checkpoints:cli_main",
+        ]
+    },
     extras_require={"plot": ["matplotlib"], "test": ["pytest"]},
     license="MIT",
 )

@@ -1,0 +1,1 @@
+"""Command-line tools installed with fairseq_ctx."""
