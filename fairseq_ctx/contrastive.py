@@ -1,0 +1,717 @@
+"""Contrastive evaluation: does a model give the best score to the right
+translation, when only the context tells which one is right?
+
+Usage::
+
+    python3 -m fairseq_ctx.contrastive DATA-BIN --path CKPT --format voita \\
+        --src deixis_dev.src --dst deixis_dev.dst --json deixis_dev.json \\
+        [--bpe sentencepiece --sentencepiece-model spm.model] \\
+        [--task document_translation --context-size 1 --concat-context] \\
+        [--batch-size 32] [--length-normalize] [--ties {wrong,right,half}] \\
+        [--results results.json] [--scores-out scores.txt]
+
+``DATA-BIN`` holds the dictionaries (``dict.{src,tgt}.txt``) the model was
+trained with.  The model and its task come from the checkpoint
+(``checkpoint_utils.load_model_ensemble_and_task``); ``--context-size``,
+``--concat-context``/``--no-concat-context``, ``--source-lang`` and
+``--target-lang`` override the checkpoint's task flags.  ``--task`` may be
+given but must name the checkpoint's task: ``document_translation`` adds a
+separator symbol to the dictionaries, so a checkpoint only loads with the task
+it was trained with.  ``--path a.pt:b.pt`` scores with an ensemble (the mean of
+the models' probabilities per token, as ``fairseq-generate
+--score-reference``).
+
+Score of a candidate = log p(current target sentence | current source
+sentence, source context), summed over its tokens including the final
+``</s>`` (natural log), by teacher forcing through the model's forward pass,
+batched (``--batch-size`` candidates), never beam search.  ``--length-normalize``
+divides by the number of target tokens.  Identical inputs (same tokens of
+source, context and target after ``--tokenizer``/``--bpe`` and the
+dictionary; unknown words become ``<unk>``) are scored once, so they tie
+exactly.
+
+How the context reaches the model is the task's business
+(``DocumentTranslationTask.build_context_dataset`` / ``model_input``): the
+last ``--context-size`` context sentences go to a context-aware architecture
+(``transformer_ctxenc``) as ``ctx_tokens``, are glued to the source with the
+separator when the task has ``--concat-context``, and are dropped for a
+sentence-level model (or a checkpoint trained with ``--task translation``).
+Target-side context is not used: no model here conditions on previous target
+sentences.  In the Voita et al. (2019) sets this loses nothing, since the
+candidates of a group share their target context and differ only in the
+current sentence; in Bawden et al. (2018) the correct/incorrect pairs of a
+block are balanced so that only target context separates them, so a
+source-context model stays at 50% there by design, as the authors note.
+
+A group (one test example: a source, its context, 2 or more candidate
+translations, one of them true) is right when the true candidate scores
+strictly higher than every other one.  When the true candidate ties for the
+best score (within ``--tie-tolerance``) the group counts as ``--ties wrong``
+(default, as the ContraPro and Bawden evaluation scripts do), ``right``, or
+``half``: 1/k for a k-way tie (1/2 for two candidates, the expected accuracy
+of breaking the tie at random).  The number of tied groups is always reported.
+
+Formats (``--format``):
+
+``voita`` (Voita et al., ACL 2019, "When a Good Translation is Wrong in
+Context"): ``--src``/``--dst`` one candidate per line, the context sentences
+and the current one joined by ``_eos`` (``--segment-separator``), oldest
+first; ``--json`` a list with one entry per group, ``{"src": ..., "dst":
+[candidates], "true_ind": i, "ctx_dist": d}``; the group's lines are the next
+``len(dst)`` lines of the text files.  Text is taken from the text files (so
+they may be preprocessed), grouping and labels from the JSON.  Reported
+overall and by ``ctx_dist``.
+
+``contrapro`` (Müller et al., WMT 2018): ``--json contrapro.json`` (a list of
+``{"src segment", "ref segment", "src pronoun", "ref pronoun", "ante
+distance", "errors": [{"contrastive", ...}], ...}``) and the files that
+ContraPro's ``conversion_scripts/json2text_and_context.pl --context K``
+writes: ``--src contrapro.text.en``/``--dst contrapro.text.de`` with, per
+example, the reference line followed by one line per error, and optionally
+``--src-context contrapro.context.en`` with K lines (oldest first; empty at a
+document start) per text line; K is ``--context-lines`` or inferred from the
+line counts.  True candidate: the reference.  Reported by antecedent distance
+(0, 1, 2, 3, >3, as ContraPro's ``evaluate.py``) and by ``src pronoun:ref
+pronoun``.
+
+``bawden`` (Bawden et al., NAACL 2018, "Evaluating Discourse Phenomena in
+NMT", github.com/rbawden/discourse-mt-test-sets): ``--json`` the set itself,
+``anaphora.json`` (``{id: {"src": [previous, current], "trg": [{"correct" or
+"semi-correct": [prev, cur], "incorrect": [prev, cur], "type": ...}, ...]}}``)
+or ``lexical-choice.json`` (``{id: {"examples": [{"src": [prev, cur], "trg":
+{"correct": [prev, cur], "incorrect": [prev, cur]}}], "type": ...}}``); each
+correct/incorrect pair is a group.  Or the files of the repository's
+``json2rawtext.py`` (possibly preprocessed): ``--src X.current.en``,
+``--src-context X.prev.en``, ``--dst X.current.fr``, two lines per group,
+correct first, grouped by the JSON when given (which adds the breakdowns),
+else by consecutive line pairs.  Reported by block type and by
+correct/semi-correct.
+
+Malformed input stops with one line naming the file and line (or JSON
+entry), e.g. ``fairseq_ctx: error: deixis_dev.dst: 999 lines, but
+deixis_dev.json lists 1000 candidates in 500 groups``.
+"""
+import argparse
+import json
+import logging
+import math
+import re
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from fairseq_ctx.errors import FairseqCtxError
+
+logger = logging.getLogger("fairseq_ctx.contrastive")
+
+FORMATS = ("voita", "contrapro", "bawden")
+TIE_MODES = ("wrong", "right", "half")
+
+
+class ContrastiveDataError(FairseqCtxError):
+    """A contrastive test set file that cannot be read as its format says."""
+
+
+@dataclass
+class Candidate:
+    """One translation to score: ``target`` given ``source`` and the source
+    context sentences (oldest first).  ``where`` names its file and line."""
+    source: str
+    target: str
+    source_context: List[str] = field(default_factory=list)
+    where: str = ""
+
+
+@dataclass
+class Group:
+    """One contrastive example: candidates of which ``true_index`` is right;
+    ``meta`` holds the values results are broken down by."""
+    candidates: List[Candidate]
+    true_index: int
+    meta: Dict[str, Any] = field(default_factory=dict)
+    where: str = ""
+
+
+# ---------------------------------------------------------------------------
+# readers
+# ---------------------------------------------------------------------------
+
+def read_lines(path) -> List[str]:
+    """Lines of a UTF-8 text file without their newlines (a final newline
+    does not make an extra empty line)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        raise ContrastiveDataError(f"{path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise ContrastiveDataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise ContrastiveDataError(f"{path}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise ContrastiveDataError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def split_segments(line: str, separator: str = "_eos") -> List[str]:
+    """``"c1 _eos c2 _eos s"`` -> ``["c1", "c2", "s"]`` (context oldest first,
+    the current sentence last); the separator must stand as its own token."""
+    parts = re.split(rf"(?:^|\s){re.escape(separator)}(?=\s|$)", line)
+    return [p.strip() for p in parts]
+
+
+def _check_nonempty(text: str, where: str, what: str):
+    if not text.strip():
+        raise ContrastiveDataError(f"{where}: empty {what}")
+
+
+def read_voita(src_path, dst_path, json_path, separator: str = "_eos",
+               max_groups: Optional[int] = None) -> List[Group]:
+    """Voita et al. (2019) consistency sets (see the module docstring)."""
+    entries = read_json(json_path)
+    if not isinstance(entries, list):
+        raise ContrastiveDataError(f"{json_path}: expected a JSON list of groups, got {type(entries).__name__}")
+    sizes = []
+    for i, e in enumerate(entries):
+        where = f"{json_path}: entry {i}"
+        if not isinstance(e, dict) or not isinstance(e.get("dst"), list) or "true_ind" not in e:
+            raise ContrastiveDataError(f"{where}: expected an object with a 'dst' list and 'true_ind'")
+        n, t = len(e["dst"]), e["true_ind"]
+        if n < 2:
+            raise ContrastiveDataError(f"{where}: {n} candidate(s); a group needs at least 2")
+        if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < n:
+            raise ContrastiveDataError(f"{where}: true_ind {t!r} is not an index into its {n} candidates")
+        sizes.append(n)
+    total = sum(sizes)
+    src, dst = read_lines(src_path), read_lines(dst_path)
+    for path, lines in ((src_path, src), (dst_path, dst)):
+        if len(lines) != total:
+            raise ContrastiveDataError(
+                f"{path}: {len(lines)} lines, but {json_path} lists {total} candidates in {len(entries)} groups")
+    groups, line = [], 0
+    for i, (e, n) in enumerate(zip(entries, sizes)):
+        if max_groups is not None and i >= max_groups:
+            break
+        cands = []
+        for j in range(line, line + n):
+            s_parts, d_parts = split_segments(src[j], separator), split_segments(dst[j], separator)
+            where_s, where_d = f"{src_path}:{j + 1}", f"{dst_path}:{j + 1}"
+            _check_nonempty(s_parts[-1], where_s, "current sentence")
+            _check_nonempty(d_parts[-1], where_d, "current sentence")
+            cands.append(Candidate(source=s_parts[-1], target=d_parts[-1],
+                                   source_context=[c for c in s_parts[:-1] if c], where=where_d))
+        meta = {"ctx_dist": e["ctx_dist"]} if "ctx_dist" in e else {}
+        groups.append(Group(cands, e["true_ind"], meta, where=f"{json_path}: entry {i}"))
+        line += n
+    return groups
+
+
+def _context_lines(ctx_path, num_text_lines: int, context_lines: Optional[int]):
+    """Read a context file with K lines per text line; returns (lines, K)."""
+    lines = read_lines(ctx_path)
+    if context_lines is None:
+        if num_text_lines == 0 or len(lines) % num_text_lines:
+            raise ContrastiveDataError(
+                f"{ctx_path}: {len(lines)} lines is not a multiple of the {num_text_lines} text lines "
+                "(expected K context lines per text line; give --context-lines K)")
+        context_lines = len(lines) // num_text_lines
+    if len(lines) != context_lines * num_text_lines:
+        raise ContrastiveDataError(
+            f"{ctx_path}: {len(lines)} lines, expected {context_lines} x {num_text_lines} text lines "
+            f"= {context_lines * num_text_lines}")
+    return lines, context_lines
+
+
+def _text_candidates(src_path, dst_path, ctx_path, n: int, context_lines: Optional[int]) -> List[Candidate]:
+    """Candidates from parallel ``--src``/``--dst`` (and ``--src-context``) files
+    that must have ``n`` lines."""
+    src, dst = read_lines(src_path), read_lines(dst_path)
+    for path, lines in ((src_path, src), (dst_path, dst)):
+        if len(lines) != n:
+            raise ContrastiveDataError(f"{path}: {len(lines)} lines, expected {n} (one per candidate)")
+    ctx, k = _context_lines(ctx_path, n, context_lines) if ctx_path else ([], 0)
+    cands = []
+    for j in range(n):
+        _check_nonempty(src[j], f"{src_path}:{j + 1}", "source line")
+        _check_nonempty(dst[j], f"{dst_path}:{j + 1}", "target line")
+        context = [c.strip() for c in ctx[j * k:(j + 1) * k] if c.strip()]
+        cands.append(Candidate(source=src[j].strip(), target=dst[j].strip(), source_context=context,
+                               where=f"{dst_path}:{j + 1}"))
+    return cands
+
+
+def _ante_bucket(d) -> str:
+    return ">3" if isinstance(d, int) and d > 3 else str(d)
+
+
+def read_contrapro(json_path, src_path, dst_path, ctx_path=None, context_lines: Optional[int] = None,
+                   max_groups: Optional[int] = None) -> List[Group]:
+    """ContraPro (Müller et al. 2018) JSON plus its extracted text files."""
+    entries = read_json(json_path)
+    if not isinstance(entries, list):
+        raise ContrastiveDataError(f"{json_path}: expected a JSON list of examples")
+    sizes = []
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or not isinstance(e.get("errors"), list) or not e["errors"]:
+            raise ContrastiveDataError(f"{json_path}: entry {i}: expected an object with a non-empty 'errors' list")
+        sizes.append(1 + len(e["errors"]))
+    cands = _text_candidates(src_path, dst_path, ctx_path, sum(sizes), context_lines)
+    groups, line = [], 0
+    for i, (e, n) in enumerate(zip(entries, sizes)):
+        if max_groups is not None and i >= max_groups:
+            break
+        meta = {}
+        if "ante distance" in e:
+            meta["ante_distance"] = _ante_bucket(e["ante distance"])
+        if "src pronoun" in e and "ref pronoun" in e:
+            meta["category"] = f"{str(e['src pronoun']).lower()}:{str(e['ref pronoun']).lower()}"
+        groups.append(Group(cands[line:line + n], 0, meta, where=f"{json_path}: entry {i}"))
+        line += n
+    return groups
+
+
+def _bawden_pairs(data, json_path) -> List[Dict[str, Any]]:
+    """Flatten a Bawden et al. JSON set into correct/incorrect pairs:
+    ``{"src": [prev, cur], "correct": [prev, cur], "incorrect": [...], meta}``."""
+    if not isinstance(data, dict):
+        raise ContrastiveDataError(f"{json_path}: expected a JSON object keyed by example number")
+    try:
+        keys = sorted(data, key=int)
+    except ValueError:
+        raise ContrastiveDataError(f"{json_path}: example keys must be numbers") from None
+    pairs = []
+    for key in keys:
+        block, where = data[key], f"{json_path}: example {key}"
+        if not isinstance(block, dict):
+            raise ContrastiveDataError(f"{where}: expected an object")
+        if "examples" in block:  # lexical choice
+            for j, ex in enumerate(block["examples"]):
+                trg = ex.get("trg", {}) if isinstance(ex, dict) else {}
+                if "src" not in ex or "correct" not in trg or "incorrect" not in trg:
+                    raise ContrastiveDataError(f"{where}, examples[{j}]: needs 'src' and trg 'correct'/'incorrect'")
+                pairs.append({"src": ex["src"], "correct": trg["correct"], "incorrect": trg["incorrect"],
+                              "meta": {"type": str(block.get("type"))}, "where": f"{where}, examples[{j}]"})
+        elif "trg" in block and "src" in block:  # anaphora
+            for j, t in enumerate(block["trg"]):
+                kind = "correct" if "correct" in t else "semi-correct"
+                if kind not in t or "incorrect" not in t:
+                    raise ContrastiveDataError(
+                        f"{where}, trg[{j}]: needs 'correct' or 'semi-correct', and 'incorrect'")
+                meta = {"kind": kind}
+                if "type" in t:
+                    meta["type"] = str(t["type"])
+                pairs.append({"src": block["src"], "correct": t[kind], "incorrect": t["incorrect"],
+                              "meta": meta, "where": f"{where}, trg[{j}]"})
+        else:
+            raise ContrastiveDataError(f"{where}: neither an anaphora block ('src', 'trg') "
+                                       "nor a lexical-choice block ('examples')")
+    for p in pairs:
+        for k in ("src", "correct", "incorrect"):
+            if not (isinstance(p[k], list) and len(p[k]) == 2 and all(isinstance(s, str) for s in p[k])):
+                raise ContrastiveDataError(f"{p['where']}: '{k}' must be [previous, current] sentences")
+    return pairs
+
+
+def read_bawden(json_path=None, src_path=None, dst_path=None, ctx_path=None,
+                max_groups: Optional[int] = None) -> List[Group]:
+    """Bawden et al. (2018) sets: from the JSON alone, or from the text files
+    (grouped by the JSON when given, else by consecutive line pairs)."""
+    pairs = _bawden_pairs(read_json(json_path), json_path) if json_path else None
+    if src_path or dst_path:
+        if not (src_path and dst_path):
+            raise ContrastiveDataError("--format bawden with text files needs both --src and --dst")
+        n = 2 * len(pairs) if pairs is not None else len(read_lines(dst_path))
+        if pairs is None and n % 2:
+            raise ContrastiveDataError(f"{dst_path}: {n} lines; expected correct/incorrect line pairs")
+        cands = _text_candidates(src_path, dst_path, ctx_path, n, 1 if ctx_path else None)
+        groups = [Group(cands[i:i + 2], 0, dict(pairs[i // 2]["meta"]) if pairs else {},
+                        where=pairs[i // 2]["where"] if pairs else f"{dst_path}:{i + 1}")
+                  for i in range(0, n, 2)]
+    elif pairs is not None:
+        groups = []
+        for p in pairs:
+            prev, cur = p["src"]
+            groups.append(Group([Candidate(cur, p["correct"][1], [prev] if prev.strip() else [], p["where"]),
+                                 Candidate(cur, p["incorrect"][1], [prev] if prev.strip() else [], p["where"])],
+                                0, dict(p["meta"]), where=p["where"]))
+    else:
+        raise ContrastiveDataError("--format bawden needs --json, or --src/--dst text files")
+    return groups[:max_groups] if max_groups is not None else groups
+
+
+def read_groups(args) -> List[Group]:
+    fmt = args.format
+    if fmt == "voita":
+        missing = [f for f in ("src", "dst", "json") if getattr(args, f) is None]
+        if missing:
+            raise ContrastiveDataError(f"--format voita needs {', '.join('--' + m for m in missing)}")
+        return read_voita(args.src, args.dst, args.json, args.segment_separator, args.max_groups)
+    if fmt == "contrapro":
+        missing = [f for f in ("src", "dst", "json") if getattr(args, f) is None]
+        if missing:
+            raise ContrastiveDataError(f"--format contrapro needs {', '.join('--' + m for m in missing)}")
+        return read_contrapro(args.json, args.src, args.dst, args.src_context, args.context_lines,
+                              args.max_groups)
+    return read_bawden(args.json, args.src, args.dst, args.src_context, args.max_groups)
+
+
+# ---------------------------------------------------------------------------
+# accuracy
+# ---------------------------------------------------------------------------
+
+def group_credit(scores: Sequence[float], true_index: int, ties: str = "wrong",
+                 tolerance: float = 0.0):
+    """Credit of one group (higher score = better) and whether the true
+    candidate tied for the best: ``(credit, tied)``."""
+    if ties not in TIE_MODES:
+        raise ValueError(f"--ties must be one of {TIE_MODES}, got {ties!r}")
+    scores = np.asarray(scores, dtype=np.float64)
+    true = scores[true_index]
+    others = np.delete(scores, true_index)
+    if (others > true + tolerance).any():
+        return 0.0, False
+    tied = int((others >= true - tolerance).sum())
+    if tied == 0:
+        return 1.0, False
+    return {"wrong": 0.0, "right": 1.0, "half": 1.0 / (tied + 1)}[ties], True
+
+
+def evaluate(groups: Sequence[Group], scores: Sequence[Sequence[float]], ties: str = "wrong",
+             tolerance: float = 0.0) -> Dict[str, Any]:
+    """Accuracy overall and per value of every ``meta`` key of the groups.
+    ``scores[g][c]``: score of candidate ``c`` of group ``g``."""
+    if len(scores) != len(groups):
+        raise ValueError(f"{len(scores)} score lists for {len(groups)} groups")
+
+    def bucket():
+        return {"groups": 0, "correct": 0.0, "tied": 0}
+
+    total = bucket()
+    by: Dict[str, Dict[str, Dict]] = defaultdict(lambda: defaultdict(bucket))
+    for g, s in zip(groups, scores):
+        if len(s) != len(g.candidates):
+            raise ValueError(f"{g.where}: {len(s)} scores for {len(g.candidates)} candidates")
+        credit, tied = group_credit(s, g.true_index, ties, tolerance)
+        for b in [total] + [by[k][str(v)] for k, v in g.meta.items()]:
+            b["groups"] += 1
+            b["correct"] += credit
+            b["tied"] += int(tied)
+
+    def finish(b):
+        b["accuracy"] = b["correct"] / b["groups"] if b["groups"] else float("nan")
+        return b
+
+    def order(v):
+        return (0, int(v), "") if v.lstrip("-").isdigit() else (1, 0, v)
+
+    return {**finish(total), "ties": ties, "tie_tolerance": tolerance,
+            "by": {k: {v: finish(b) for v, b in sorted(d.items(), key=lambda kv: order(kv[0]))}
+                   for k, d in by.items()}}
+
+
+def format_results(res: Dict[str, Any]) -> str:
+    def line(b):
+        return (f"{b['accuracy']:.4f} ({b['correct']:g}/{b['groups']} groups, "
+                f"{b['tied']} with the true candidate tied for best)")
+
+    out = [f"accuracy: {line(res)}; ties count as {res['ties']}"]
+    for key, values in res["by"].items():
+        out.append(f"by {key}:")
+        width = max(len(v) for v in values)
+        for v, b in values.items():
+            out.append(f"  {key} {v:<{width}}  {line(b)}")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
+# scoring with a model
+# ---------------------------------------------------------------------------
+
+class ModelScorer:
+    """Scores (source, context, target) triples with a fairseq model or
+    ensemble by teacher forcing: summed log-probabilities of the target
+    tokens (``</s>`` included), optionally divided by their number."""
+
+    def __init__(self, models, task, encode_source: Callable[[str], str] = None,
+                 encode_target: Callable[[str], str] = None, context_size: int = 0,
+                 batch_size: int = 32, length_normalize: bool = False, device: str = "cpu"):
+        from fairseq import utils
+
+        if batch_size < 1:
+            raise ValueError(f"--batch-size must be >= 1, got {batch_size}")
+        self.models = [m.eval().to(device) for m in models]
+        self.task = task
+        self.encode_source = encode_source or (lambda s: s)
+        self.encode_target = encode_target or (lambda s: s)
+        self.context_size = context_size
+        self.batch_size = batch_size
+        self.length_normalize = length_normalize
+        self.device = device
+        self.max_positions = utils.resolve_max_positions(
+            task.max_positions(), *[m.max_positions() for m in self.models])
+
+    def _tokens(self, dictionary, text: str) -> torch.Tensor:
+        return dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
+
+    def _check_length(self, tokens: torch.Tensor, limit, where: str, what: str):
+        if limit is not None and len(tokens) > limit:
+            raise ContrastiveDataError(f"{where}: {what} has {len(tokens)} tokens, more than the "
+                                       f"model's {limit} positions")
+
+    def encode(self, candidates: Sequence[Candidate]):
+        """Token tensors of the candidates, deduplicated: returns the unique
+        ``(source, context, target)`` items and, per candidate, its item index."""
+        src_dict, tgt_dict = self.task.source_dictionary, self.task.target_dictionary
+        max_src, max_tgt = self.max_positions if isinstance(self.max_positions, tuple) else (None, None)
+        items, index, seen = [], [], {}
+        for c in candidates:
+            src = self._tokens(src_dict, self.encode_source(c.source))
+            tgt = self._tokens(tgt_dict, self.encode_target(c.target))
+            ctx_sents = c.source_context[len(c.source_context) - self.context_size:] if self.context_size else []
+            ctx = [self._tokens(src_dict, self.encode_source(s)) for s in ctx_sents]
+            self._check_length(src, max_src, c.where, "the source")
+            self._check_length(tgt, max_tgt, c.where, "the target")
+            key = (tuple(src.tolist()), tuple(tuple(t.tolist()) for t in ctx), tuple(tgt.tolist()))
+            if key not in seen:
+                seen[key] = len(items)
+                items.append((src, ctx, tgt))
+            index.append(seen[key])
+        return items, index
+
+    def _dataset(self, items):
+        from fairseq.data import LanguagePairDataset
+
+        srcs, ctxs, tgts = zip(*items)
+        if hasattr(self.task, "build_context_dataset"):
+            return self.task.build_context_dataset(srcs, ctxs, tgts, model=self.models[0])
+        cfg = self.task.cfg
+        return LanguagePairDataset(
+            list(srcs), np.array([len(s) for s in srcs]), self.task.source_dictionary,
+            list(tgts), np.array([len(t) for t in tgts]), self.task.target_dictionary,
+            left_pad_source=cfg.left_pad_source, left_pad_target=cfg.left_pad_target, shuffle=False)
+
+    @torch.no_grad()
+    def _score_batch(self, sample) -> torch.Tensor:
+        """B scores of one collated batch (in the batch's order)."""
+        from fairseq import utils
+
+        if hasattr(self.task, "model_input"):
+            sample = self.task.model_input(self.models, sample)
+        sample = utils.move_to_cuda(sample) if self.device != "cpu" else sample
+        target = sample["target"]  # B x T
+        token_lprobs = []
+        for model in self.models:
+            net_output = model(**sample["net_input"])
+            lprobs = model.get_normalized_probs(net_output, log_probs=True)  # B x T x V
+            token_lprobs.append(lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1).float())
+        lp = token_lprobs[0] if len(token_lprobs) == 1 else (
+            torch.logsumexp(torch.stack(token_lprobs), dim=0) - math.log(len(token_lprobs)))
+        mask = target.ne(self.task.target_dictionary.pad())
+        scores = (lp * mask).sum(dim=1, dtype=torch.float64)
+        if self.length_normalize:
+            scores = scores / mask.sum(dim=1)
+        return scores.cpu()
+
+    def score_items(self, items) -> np.ndarray:
+        if not items:
+            return np.zeros(0)
+        dataset = self._dataset(items)
+        # batch similar lengths together so little time goes into padding
+        order = np.lexsort((np.array([len(t) for _, _, t in items]),
+                            np.array([len(s) + sum(len(c) for c in ctx) for s, ctx, _ in items])))
+        out = np.zeros(len(items))
+        for start in range(0, len(order), self.batch_size):
+            ids = order[start:start + self.batch_size]
+            batch = dataset.collater([dataset[int(i)] for i in ids])
+            out[batch["id"].numpy()] = self._score_batch(batch).numpy()
+        return out
+
+    def score(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        """One score per candidate, in order."""
+        items, index = self.encode(candidates)
+        return self.score_items(items)[np.asarray(index, dtype=np.int64)]
+
+
+def score_groups(scorer, groups: Sequence[Group]) -> List[np.ndarray]:
+    flat = [c for g in groups for c in g.candidates]
+    scores = scorer.score(flat) if flat else np.zeros(0)
+    out, i = [], 0
+    for g in groups:
+        out.append(scores[i:i + len(g.candidates)])
+        i += len(g.candidates)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------
+
+def _registry_choices(name):
+    from fairseq.registry import REGISTRIES
+
+    return sorted(REGISTRIES[name]["registry"].keys())
+
+
+def get_parser():
+    from fairseq.data import encoders  # noqa: F401  (registers --tokenizer/--bpe choices)
+
+    p = argparse.ArgumentParser(
+        prog="python3 -m fairseq_ctx.contrastive",
+        description="Accuracy of a fairseq model on contrastive test sets (Voita et al. 2019, "
+                    "ContraPro, Bawden et al. 2018). See the module docstring for the formats.")
+    p.add_argument("data", help="data-bin directory with the model's dictionaries")
+    p.add_argument("--path", required=True, help="checkpoint(s), ':'-separated for an ensemble")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("--src", help="source lines, one per candidate")
+    p.add_argument("--dst", help="target lines, one per candidate")
+    p.add_argument("--json", help="the test set's JSON (grouping, true candidate, metadata)")
+    p.add_argument("--src-context", help="contrapro/bawden: source context lines (K per candidate line)")
+    p.add_argument("--context-lines", type=int, help="contrapro: context lines per candidate line "
+                   "(default: inferred from the line counts)")
+    p.add_argument("--segment-separator", default="_eos", help="voita: token joining the sentences of a line")
+    p.add_argument("--max-groups", type=int, help="score only the first N groups")
+    g = p.add_argument_group("model and task (overrides of the checkpoint's task flags)")
+    g.add_argument("--task", help="must equal the checkpoint's task (checked)")
+    g.add_argument("--context-size", type=int, help="context sentences given to the model")
+    g.add_argument("--concat-context", action=argparse.BooleanOptionalAction, default=None,
+                   help="glue the context to the source (document_translation)")
+    g.add_argument("--source-lang")
+    g.add_argument("--target-lang")
+    g.add_argument("--tokenizer", choices=_registry_choices("tokenizer"),
+                   help="tokenize raw text before --bpe (default: input is tokenized)")
+    g.add_argument("--bpe", choices=_registry_choices("bpe"), help="subword-split the text (default: none)")
+    g = p.add_argument_group("scoring")
+    g.add_argument("--batch-size", type=int, default=32, help="candidates per forward pass")
+    g.add_argument("--length-normalize", action="store_true",
+                   help="divide a candidate's log-probability by its number of target tokens")
+    g.add_argument("--ties", choices=TIE_MODES, default="wrong",
+                   help="credit when the true candidate ties for the best score")
+    g.add_argument("--tie-tolerance", type=float, default=1e-4,
+                   help="scores closer than this count as tied (float32 sums differ in the last bits)")
+    g.add_argument("--cpu", action="store_true", help="score on CPU even if CUDA is available")
+    g = p.add_argument_group("output")
+    g.add_argument("--results", help="write the results as JSON here")
+    g.add_argument("--scores-out", help="write one score per candidate (input order) here")
+    return p
+
+
+def parse_args(argv=None):
+    """Two passes, as fairseq's own parsers: the chosen --tokenizer/--bpe add
+    their options (e.g. --sentencepiece-model)."""
+    from fairseq.dataclass.utils import gen_parser_from_dataclass
+    from fairseq.registry import REGISTRIES
+
+    parser = get_parser()
+    known, _ = parser.parse_known_args(argv)
+    for name in ("tokenizer", "bpe"):
+        choice = getattr(known, name)
+        dc = REGISTRIES[name]["dataclass_registry"].get(choice) if choice else None
+        if dc is not None:
+            gen_parser_from_dataclass(parser.add_argument_group(f"--{name} {choice}"), dc())
+    args = parser.parse_args(argv)
+    if args.context_size is not None and args.context_size < 0:
+        parser.error(f"--context-size must be >= 0, got {args.context_size}")
+    if args.max_groups is not None and args.max_groups < 1:
+        parser.error(f"--max-groups must be >= 1, got {args.max_groups}")
+    if args.context_lines is not None and args.context_lines < 0:
+        parser.error(f"--context-lines must be >= 0, got {args.context_lines}")
+    if args.batch_size < 1:
+        parser.error(f"--batch-size must be >= 1, got {args.batch_size}")
+    return args
+
+
+def _saved_task_name(path) -> str:
+    from fairseq import checkpoint_utils
+
+    state = checkpoint_utils.load_checkpoint_to_cpu(path)
+    if state.get("cfg") is not None:
+        return state["cfg"]["task"]["_name"]
+    return getattr(state["args"], "task", None)
+
+
+def load(args):
+    """Models, task and the task config actually used."""
+    import fairseq_ctx  # noqa: F401  (registers archs/tasks, installs safe checkpoint loading)
+    from fairseq import checkpoint_utils, utils
+
+    paths = utils.split_paths(args.path)
+    if args.task is not None:
+        saved = _saved_task_name(paths[0])
+        if saved != args.task:
+            raise FairseqCtxError(
+                f"--task {args.task}: {paths[0]} was trained with --task {saved}; a checkpoint only "
+                "loads with its own task (document_translation adds a separator to the dictionaries)")
+    overrides = {"data": args.data}
+    for name in ("context_size", "concat_context", "source_lang", "target_lang"):
+        if getattr(args, name) is not None:
+            overrides[name] = getattr(args, name)
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(paths, arg_overrides=overrides)
+    for name in ("context_size", "concat_context"):
+        if getattr(args, name) is not None and not hasattr(task.cfg, name):
+            raise FairseqCtxError(f"--{name.replace('_', '-')}: the checkpoint's task "
+                                  f"'{cfg.task._name}' has no such option")
+    return models, task
+
+
+def build_encoders(args):
+    """Text -> model input (tokenizer, then BPE) for source and target."""
+    from fairseq.data import encoders
+
+    tokenizer = encoders.build_tokenizer(args) if args.tokenizer else None
+    bpe = encoders.build_bpe(args) if args.bpe else None
+
+    def encode(text: str) -> str:
+        if tokenizer is not None:
+            text = tokenizer.encode(text)
+        if bpe is not None:
+            text = bpe.encode(text)
+        return text
+
+    return encode
+
+
+def main(argv=None):
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stderr)
+    args = parse_args(argv)
+    groups = read_groups(args)
+    if not groups:
+        raise ContrastiveDataError("the test set has no groups")
+    models, task = load(args)
+    context_size = getattr(task.cfg, "context_size", 0)
+    use_cuda = torch.cuda.is_available() and not args.cpu
+    encode = build_encoders(args)
+    scorer = ModelScorer(models, task, encode, encode, context_size=context_size,
+                         batch_size=args.batch_size, length_normalize=args.length_normalize,
+                         device="cuda" if use_cuda else "cpu")
+    scores = score_groups(scorer, groups)
+    res = evaluate(groups, scores, ties=args.ties, tolerance=args.tie_tolerance)
+    mode = ("concatenated to the source" if getattr(task.cfg, "concat_context", False) else
+            "separate input" if getattr(task, "model_accepts_context", False) else "ignored")
+    res.update(format=args.format, path=args.path, context_size=context_size, context=mode,
+               length_normalize=args.length_normalize,
+               candidates=sum(len(g.candidates) for g in groups))
+    print(f"{args.format}: {len(groups)} groups, {res['candidates']} candidates, "
+          f"context {context_size} sentence(s), {mode}")
+    print(format_results(res))
+    if args.results:
+        with open(args.results, "w", encoding="utf-8") as f:
+            json.dump(res, f, indent=2)
+    if args.scores_out:
+        with open(args.scores_out, "w", encoding="utf-8") as f:
+            f.writelines(f"{s:.6f}\n" for sc in scores for s in sc)
+    return res
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,368 @@
+"""Tests of the contrastive evaluation command (fairseq_ctx.contrastive):
+readers of the Voita et al. (2019), ContraPro and Bawden et al. (2018)
+formats, tie handling, per-distance accuracy, and end-to-end scoring with a
+tiny transformer_ctxenc trained for a few updates."""
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import fairseq_ctx  # noqa: F401  (registers the task and the archs)
+from fairseq_ctx import contrastive as ce
+from tests.utils import make_parallel_data, preprocess, run_cli, train
+
+torch.set_num_threads(1)
+
+TASK = ["--task", "document_translation"]
+
+
+def shared_dir() -> Path:
+    """``shared/`` beside the repository clone, else $FAIRSEQ_CTX_SHARED."""
+    here = Path(__file__).resolve().parents[2] / "shared"
+    if here.is_dir():
+        return here
+    return Path(os.environ.get("FAIRSEQ_CTX_SHARED", here))
+
+
+VOITA = shared_dir() / "data" / "voita2019-consistency"
+VOITA_SETS = sorted(p.stem for p in VOITA.glob("*.json")) if VOITA.is_dir() else []
+needs_voita = pytest.mark.skipif(
+    not VOITA_SETS, reason=f"Voita et al. 2019 consistency sets not found in {VOITA} "
+                           "(put shared/ beside the repository or set FAIRSEQ_CTX_SHARED)")
+
+
+def write_voita(tmp, name, groups):
+    """groups: list of (src_line, [dst lines], true_ind, ctx_dist)."""
+    src = [s for s, dsts, _, _ in groups for _ in dsts]
+    dst = [d for _, dsts, _, _ in groups for d in dsts]
+    (tmp / f"{name}.src").write_text("\n".join(src) + "\n", encoding="utf-8")
+    (tmp / f"{name}.dst").write_text("\n".join(dst) + "\n", encoding="utf-8")
+    (tmp / f"{name}.json").write_text(json.dumps(
+        [{"src": s, "dst": d, "true_ind": t, "ctx_dist": c} for s, d, t, c in groups]), encoding="utf-8")
+    return tmp / f"{name}.src", tmp / f"{name}.dst", tmp / f"{name}.json"
+
+
+# ---------------------------------------------------------------------------
+# readers
+# ---------------------------------------------------------------------------
+
+@needs_voita
+@pytest.mark.parametrize("name", VOITA_SETS)
+def test_parse_voita_files(name):
+    entries = json.loads((VOITA / f"{name}.json").read_text(encoding="utf-8"))
+    groups = ce.read_voita(VOITA / f"{name}.src", VOITA / f"{name}.dst", VOITA / f"{name}.json")
+    assert len(groups) == len(entries)
+    assert [len(g.candidates) for g in groups] == [len(e["dst"]) for e in entries]
+    for g, e in zip(groups, entries):
+        assert g.true_index == e["true_ind"] and g.meta == {"ctx_dist": e["ctx_dist"]}
+        # the text files hold the JSON's candidates: context + current sentence
+        assert [c.target for c in g.candidates] == [d.split(" _eos ")[-1] for d in e["dst"]]
+        assert all(c.source == e["src"].split(" _eos ")[-1] for c in g.candidates)
+        assert all(c.source_context == e["src"].split(" _eos ")[:-1] for c in g.candidates)
+    assert {g.meta["ctx_dist"] for g in groups} <= {1, 2, 3}
+
+
+def test_split_segments():
+    assert ce.split_segments("a b _eos c _eos d e") == ["a b", "c", "d e"]
+    assert ce.split_segments("no context here") == ["no context here"]
+    assert ce.split_segments("x_eos y _eos z") == ["x_eos y", "z"]
+
+
+def test_voita_true_ind_and_bad_files(tmp_path):
+    src, dst, js = write_voita(tmp_path, "t", [
+        ("c1 _eos s1", ["C1 _eos A", "C1 _eos B", "C1 _eos C"], 2, 1),
+        ("c2 _eos c3 _eos s2", ["C2 _eos C3 _eos X", "C2 _eos C3 _eos Y"], 1, 2),
+    ])
+    groups = ce.read_voita(src, dst, js)
+    assert [g.true_index for g in groups] == [2, 1]
+    assert groups[1].candidates[1].target == "Y" and groups[1].candidates[1].source_context == ["c2", "c3"]
+    assert groups[1].candidates[0].where == f"{dst}:4"
+    # line counts must match the JSON, and the message names the file
+    dst.write_text("\n".join(dst.read_text().splitlines()[:-1]) + "\n")
+    with pytest.raises(ce.ContrastiveDataError, match=rf"{re.escape(str(dst))}: 4 lines, but .*5 candidates in 2 groups"):
+        ce.read_voita(src, dst, js)
+    src2, dst2, js2 = write_voita(tmp_path, "u", [("s", ["A", "B"], 2, 1)])
+    with pytest.raises(ce.ContrastiveDataError, match=r"entry 0: true_ind 2 is not an index"):
+        ce.read_voita(src2, dst2, js2)
+    src3, dst3, js3 = write_voita(tmp_path, "v", [("c _eos s", ["C _eos A", "C _eos "], 0, 1)])
+    with pytest.raises(ce.ContrastiveDataError, match=rf"{re.escape(str(dst3))}:2: empty current sentence"):
+        ce.read_voita(src3, dst3, js3)
+    (tmp_path / "w.json").write_text("[{\"dst\": [\"a\", \"b\"], ")
+    with pytest.raises(ce.ContrastiveDataError, match="w.json: invalid JSON at line 1"):
+        ce.read_voita(src3, dst3, tmp_path / "w.json")
+
+
+def test_contrapro_reader(tmp_path):
+    entries = [
+        {"src segment": "I saw it .", "ref segment": "Ich sah ihn .", "src pronoun": "it",
+         "ref pronoun": "Er", "ante distance": 1, "errors": [{"contrastive": "Ich sah sie ."},
+                                                             {"contrastive": "Ich sah es ."}]},
+        {"src segment": "It is red .", "ref segment": "Sie ist rot .", "src pronoun": "it",
+         "ref pronoun": "sie", "ante distance": 5, "errors": [{"contrastive": "Er ist rot ."}]},
+    ]
+    (tmp_path / "c.json").write_text(json.dumps(entries))
+    src = ["I saw it ."] * 3 + ["It is red ."] * 2
+    dst = ["Ich sah ihn .", "Ich sah sie .", "Ich sah es .", "Sie ist rot .", "Er ist rot ."]
+    ctx = ["", "The dog ."] * 3 + ["The car .", "The door ."] * 2  # 2 context lines per text line
+    for name, lines in (("text.en", src), ("text.de", dst), ("context.en", ctx)):
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    groups = ce.read_contrapro(tmp_path / "c.json", tmp_path / "text.en", tmp_path / "text.de",
+                               tmp_path / "context.en")
+    assert [len(g.candidates) for g in groups] == [3, 2] and all(g.true_index == 0 for g in groups)
+    assert groups[0].candidates[1].target == "Ich sah sie ."
+    assert groups[0].candidates[0].source_context == ["The dog ."]  # empty line: document start
+    assert groups[1].candidates[1].source_context == ["The car .", "The door ."]
+    assert groups[0].meta == {"ante_distance": "1", "category": "it:er"}
+    assert groups[1].meta["ante_distance"] == ">3"
+    (tmp_path / "context.en").write_text("\n".join(ctx[:-1]) + "\n")
+    with pytest.raises(ce.ContrastiveDataError, match=r"context.en: 9 lines is not a multiple of the 5"):
+        ce.read_contrapro(tmp_path / "c.json", tmp_path / "text.en", tmp_path / "text.de",
+                          tmp_path / "context.en")
+    (tmp_path / "text.de").write_text("\n".join(dst[:4]) + "\n")
+    with pytest.raises(ce.ContrastiveDataError, match=r"text.de: 4 lines, expected 5"):
+        ce.read_contrapro(tmp_path / "c.json", tmp_path / "text.en", tmp_path / "text.de")
+
+
+BAWDEN_ANAPHORA = {
+    "2": {"src": ["The buildings are old .", "They are big ."],
+          "trg": [{"correct": ["Les bâtiments sont vieux .", "Ils sont grands ."],
+                   "incorrect": ["Les bâtiments sont vieux .", "Elles sont grandes ."], "type": "m.pl"},
+                  {"semi-correct": ["Les maisons sont vieilles .", "Elles sont grandes ."],
+                   "incorrect": ["Les maisons sont vieilles .", "Ils sont grands ."], "type": "f.pl"}]},
+    "1": {"src": ["", "It is here ."],
+          "trg": [{"correct": ["", "Il est ici ."], "incorrect": ["", "Elle est ici ."]}]},
+}
+BAWDEN_LEXICAL = {"1": {"type": "disambig", "examples": [
+    {"src": ["Is it serious , doctor ?", "Remove that mole ."],
+     "trg": {"correct": ["C'est grave ?", "Enlevez ce grain de beauté ."],
+             "incorrect": ["C'est grave ?", "Enlevez cette taupe ."]}}]}}
+
+
+def test_bawden_reader(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps(BAWDEN_ANAPHORA))
+    groups = ce.read_bawden(tmp_path / "a.json")
+    assert len(groups) == 3  # numeric key order: block 1 first
+    assert [c.target for c in groups[0].candidates] == ["Il est ici .", "Elle est ici ."]
+    assert groups[0].candidates[0].source_context == []
+    assert groups[2].candidates[1].target == "Ils sont grands ."
+    assert groups[2].candidates[0].source_context == ["The buildings are old ."]
+    assert groups[2].meta == {"kind": "semi-correct", "type": "f.pl"}
+    (tmp_path / "l.json").write_text(json.dumps(BAWDEN_LEXICAL))
+    (g,) = ce.read_bawden(tmp_path / "l.json")
+    assert g.meta == {"type": "disambig"} and g.candidates[1].target == "Enlevez cette taupe ."
+    # the json2rawtext.py files, grouped in line pairs, correct first
+    for name, lines in (("cur.en", ["Remove that mole ."] * 2), ("prev.en", ["Is it serious , doctor ?"] * 2),
+                        ("cur.fr", ["Enlevez ce grain de beauté .", "Enlevez cette taupe ."])):
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    (t,) = ce.read_bawden(tmp_path / "l.json", tmp_path / "cur.en", tmp_path / "cur.fr", tmp_path / "prev.en")
+    assert t.meta == g.meta and [c.target for c in t.candidates] == [c.target for c in g.candidates]
+    assert t.candidates[0].source_context == ["Is it serious , doctor ?"]
+    (t2,) = ce.read_bawden(None, tmp_path / "cur.en", tmp_path / "cur.fr")
+    assert t2.meta == {} and t2.candidates[0].source_context == []
+    (tmp_path / "bad.json").write_text(json.dumps({"1": {"src": ["a", "b"], "trg": [{"correct": ["x", "y"]}]}}))
+    with pytest.raises(ce.ContrastiveDataError, match=r"bad.json: example 1, trg\[0\]: needs"):
+        ce.read_bawden(tmp_path / "bad.json")
+
+
+# ---------------------------------------------------------------------------
+# accuracy and ties (fake scores)
+# ---------------------------------------------------------------------------
+
+def fake_group(n, true, dist):
+    return ce.Group([ce.Candidate("s", f"t{i}") for i in range(n)], true, {"ctx_dist": dist})
+
+
+@pytest.mark.parametrize("ties, expected", [("wrong", 0.0), ("right", 1.0), ("half", 0.5)])
+def test_tie_handling(ties, expected):
+    assert ce.group_credit([-1.0, -1.0], 0, ties) == (expected, True)
+    assert ce.group_credit([-1.0, -2.0], 0, ties) == (1.0, False)
+    assert ce.group_credit([-2.0, -1.0, -1.0], 1, ties)[0] == {"wrong": 0.0, "right": 1.0, "half": 0.5}[ties]
+    # three-way tie for the best: half credit is 1/3
+    assert ce.group_credit([-1.0, -1.0, -1.0], 2, ties)[0] == pytest.approx(
+        {"wrong": 0.0, "right": 1.0, "half": 1 / 3}[ties])
+    # another candidate strictly better: wrong whatever the tie mode
+    assert ce.group_credit([-1.0, -1.0, -0.5], 0, ties) == (0.0, False)
+    # within the tolerance counts as a tie
+    assert ce.group_credit([-1.0, -1.0 + 1e-6], 0, ties, tolerance=1e-4) == (expected, True)
+
+
+def test_accuracy_by_distance_and_true_index():
+    groups = [fake_group(2, 0, 1), fake_group(3, 2, 1), fake_group(2, 1, 2), fake_group(2, 1, 3),
+              fake_group(2, 0, 3)]
+    scores = [[-1, -2], [-3, -2, -1], [-1, -1], [-1, -5], [-4, -4.5]]
+    res = ce.evaluate(groups, scores, ties="wrong")
+    assert res["groups"] == 5 and res["correct"] == 3 and res["tied"] == 1
+    by = res["by"]["ctx_dist"]
+    assert list(by) == ["1", "2", "3"]
+    assert (by["1"]["accuracy"], by["2"]["accuracy"], by["3"]["accuracy"]) == (1.0, 0.0, 0.5)
+    assert by["2"]["tied"] == 1
+    assert ce.evaluate(groups, scores, ties="half")["correct"] == 3.5
+    text = ce.format_results(res)
+    assert "accuracy: 0.6000 (3/5 groups, 1 with the true candidate tied for best)" in text
+    assert re.search(r"ctx_dist 3\s+0\.5000 \(1/2 groups", text)
+    with pytest.raises(ValueError, match="2 scores for 3 candidates"):
+        ce.evaluate([fake_group(3, 0, 1)], [[-1, -2]])
+
+
+# ---------------------------------------------------------------------------
+# scoring with a trained model
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("contrastive")
+    raw = make_parallel_data(root / "raw", num_train=120, num_valid=12, num_test=14)
+    bin_dir = preprocess(raw, root / "bin")
+    train(bin_dir, root / "ckpt", arch="transformer_ctxenc_tiny", model_flags=(), task_flags=TASK,
+          max_update=3, extra=["--share-all-embeddings"])
+    return raw, bin_dir, root / "ckpt" / "checkpoint_last.pt"
+
+
+def hand_made_set(raw, tmp_path, n=8):
+    """A Voita-format set from the toy data: context = previous test line, true
+    candidate = the reference, the others with one word changed; true_ind
+    cycles through 0..2."""
+    src = (raw / "test.src").read_text().splitlines()
+    tgt = (raw / "test.tgt").read_text().splitlines()
+    groups = []
+    for i in range(1, n + 1):
+        ref = tgt[i].split()
+        wrong1 = " ".join(["W1" if j == 0 else w for j, w in enumerate(ref)])
+        wrong2 = " ".join(ref[:-1] + ["W2" if ref[-1] != "W2" else "W3"])
+        cands = [wrong1, wrong2]
+        t = i % 3
+        cands.insert(t, " ".join(ref))
+        groups.append((f"{src[i - 1]} _eos {src[i]}", [f"{tgt[i - 1]} _eos {c}" for c in cands], t, 1 + i % 2))
+    return write_voita(tmp_path, "hand", groups)
+
+
+def load_scorer(bin_dir, ckpt, argv=(), batch_size=4):
+    args = ce.parse_args([str(bin_dir), "--path", str(ckpt), "--format", "voita", *argv])
+    models, task = ce.load(args)
+    return ce.ModelScorer(models, task, context_size=getattr(task.cfg, "context_size", 0),
+                          batch_size=batch_size, length_normalize=args.length_normalize), models, task
+
+
+def test_command_line_end_to_end(trained, tmp_path):
+    raw, bin_dir, ckpt = trained
+    src, dst, js = hand_made_set(raw, tmp_path)
+    out, scores_file = tmp_path / "res.json", tmp_path / "scores.txt"
+    proc = run_cli("fairseq_ctx.contrastive", [
+        bin_dir, "--path", ckpt, "--format", "voita", "--src", src, "--dst", dst, "--json", js,
+        *TASK, "--context-size", 1, "--batch-size", 5, "--cpu", "--results", out, "--scores-out", scores_file])
+    print(proc.stdout)
+    res = json.loads(out.read_text())
+    assert res["groups"] == 8 and res["candidates"] == 24 and res["context"] == "separate input"
+    assert set(res["by"]["ctx_dist"]) == {"1", "2"}
+    assert sum(b["groups"] for b in res["by"]["ctx_dist"].values()) == 8
+    assert re.search(r"^accuracy: [0-9.]+ \(\S+/8 groups", proc.stdout, re.M)
+    assert re.search(r"^  ctx_dist 1 +[0-9.]+ \(", proc.stdout, re.M)
+    scores = [float(x) for x in scores_file.read_text().split()]
+    assert len(scores) == 24 and all(math.isfinite(s) and s < 0 for s in scores)
+    # the reported accuracy is what the written scores give
+    groups = ce.read_voita(src, dst, js)
+    again = ce.evaluate(groups, [scores[3 * i:3 * i + 3] for i in range(8)], tolerance=1e-4)
+    assert again["correct"] == res["correct"]
+    # a malformed set: one line, naming the file
+    dst.write_text("\n".join(dst.read_text().splitlines()[:-2]) + "\n")
+    proc = run_cli("fairseq_ctx.contrastive", [bin_dir, "--path", ckpt, "--format", "voita", "--src", src,
+                                               "--dst", dst, "--json", js], check=False)
+    assert proc.returncode != 0
+    assert f"fairseq_ctx: error: {dst}: 22 lines, but {js} lists 24 candidates in 8 groups" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_scores_match_fairseq_sequence_scorer(trained, tmp_path):
+    """Teacher-forced sums equal fairseq's own reference scorer, whatever the
+    batching; the context reaches the model."""
+    from fairseq.sequence_scorer import SequenceScorer
+
+    raw, bin_dir, ckpt = trained
+    groups = ce.read_voita(*hand_made_set(raw, tmp_path))
+    cands = [c for g in groups for c in g.candidates]
+    scorer, models, task = load_scorer(bin_dir, ckpt, batch_size=7)
+    ours = scorer.score(cands)
+    scorer.batch_size = 1
+    assert np.allclose(scorer.score(cands), ours, atol=1e-4)
+    reference = SequenceScorer(task.target_dictionary)
+    for c, s in zip(cands[:6], ours[:6]):
+        items, _ = scorer.encode([c])
+        ds = scorer._dataset(items)
+        sample = task.model_input(models, ds.collater([ds[0]]))
+        assert "ctx_tokens" in sample["net_input"]
+        hypo = reference.generate(models, sample)[0][0]
+        assert hypo["positional_scores"].sum().item() == pytest.approx(s, abs=1e-4)
+    # length normalisation divides by the number of target tokens (EOS included)
+    scorer.length_normalize = True
+    n_tok = [len(scorer.encode([c])[0][0][2]) for c in cands]
+    assert np.allclose(scorer.score(cands), ours / np.array(n_tok), atol=1e-5)
+    scorer.length_normalize = False
+    # another context, another score; no context when --context-size 0
+    moved = [ce.Candidate(c.source, c.target, ["w1 w2 w3 w4"]) for c in cands[:3]]
+    assert not np.allclose(scorer.score(moved), ours[:3], atol=1e-4)
+    scorer.context_size = 0
+    empty = [ce.Candidate(c.source, c.target, []) for c in cands[:3]]
+    assert np.allclose(scorer.score(cands[:3]), scorer.score(empty), atol=1e-6)
+
+
+def test_concat_override_and_sentence_level_task(trained, tmp_path):
+    """--concat-context overrides the checkpoint's task flag (the context goes
+    into the source); a --task translation model scores without context."""
+    from fairseq import options, tasks
+
+    raw, bin_dir, ckpt = trained
+    groups = ce.read_voita(*hand_made_set(raw, tmp_path, n=4))
+    cands = [c for g in groups for c in g.candidates]
+    scorer, models, task = load_scorer(bin_dir, ckpt, ["--concat-context"])
+    assert task.cfg.concat_context
+    items, _ = scorer.encode(cands[:2])
+    batch = scorer._dataset(items).collater([scorer._dataset(items)[0]])
+    assert "ctx_tokens" not in batch["net_input"]
+    assert batch["net_input"]["src_tokens"].eq(task.sep).any()
+    assert np.isfinite(scorer.score(cands)).all()
+
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [
+        str(bin_dir), "--task", "translation", "--arch", "transformer", "--encoder-layers", "1",
+        "--decoder-layers", "1", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
+        "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32"])
+    task = tasks.setup_task(args)
+    torch.manual_seed(0)
+    model = task.build_model(args)
+    plain = ce.ModelScorer([model], task, batch_size=3)
+    s = plain.score(cands)
+    no_ctx = plain.score([ce.Candidate(c.source, c.target, []) for c in cands])
+    assert np.isfinite(s).all() and np.allclose(s, no_ctx, atol=1e-6)
+    # identical inputs are scored once and tie exactly
+    twice = plain.score([cands[0], cands[0]])
+    assert twice[0] == twice[1]
+
+
+def test_wrong_task_and_override(trained, tmp_path):
+    raw, bin_dir, ckpt = trained
+    args = ce.parse_args([str(bin_dir), "--path", str(ckpt), "--format", "voita", "--task", "translation"])
+    with pytest.raises(fairseq_ctx.errors.FairseqCtxError, match="trained with --task document_translation"):
+        ce.load(args)
+    with pytest.raises(SystemExit):
+        ce.parse_args([str(bin_dir), "--path", str(ckpt), "--format", "voita", "--ties", "maybe"])
+
+
+@needs_voita
+def test_voita_files_through_tiny_model(trained, capsys):
+    """The real Voita sets (Russian/English the toy dictionary lacks: words
+    become <unk>) parse and score; the first 50 groups of each file."""
+    _, bin_dir, ckpt = trained
+    for name in VOITA_SETS:
+        res = ce.main([str(bin_dir), "--path", str(ckpt), "--format", "voita", "--src", str(VOITA / f"{name}.src"),
+                       "--dst", str(VOITA / f"{name}.dst"), "--json", str(VOITA / f"{name}.json"),
+                       "--max-groups", "50", "--batch-size", "64", "--ties", "half", "--cpu"])
+        out = capsys.readouterr().out
+        print(name, out, sep="\n")
+        assert res["groups"] == 50 and 0.0 <= res["accuracy"] <= 1.0
+        assert sum(b["groups"] for b in res["by"]["ctx_dist"].values()) == 50
+        assert re.search(r"^  ctx_dist 1 +[0-9.]+ \(", out, re.M)
