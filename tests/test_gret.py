@@ -13,7 +13,7 @@ from fairseq import checkpoint_utils, options
 from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 from fairseq.tasks.translation import TranslationTask
-from fairseq_ctx.models.transformer_gret import warm_start_from_checkpoint
+from fairseq_ctx.models.transformer_gret import checkpoint_will_be_restored, warm_start_from_checkpoint
 from fairseq_ctx.modules.attentive_pooling import AttentivePooling
 from fairseq_ctx.modules.capsule_routing import CapsuleRouting, squash
 from fairseq_ctx.modules.context_gate import ContextGate
@@ -338,6 +338,21 @@ def test_warm_start_copies_shared_weights(data_bin, baseline_ckpt):
     for name in shared:
         assert torch.equal(state[name], base[name]), name
     assert all("gret" in n for n in state if n not in base)
+
+
+def test_warm_start_skipped_when_a_checkpoint_will_be_restored(tmp_path):
+    from argparse import Namespace
+
+    args = Namespace(save_dir=str(tmp_path), restore_file="checkpoint_last.pt", checkpoint_suffix="",
+                     finetune_from_model=None)
+    assert not checkpoint_will_be_restored(args)
+    (tmp_path / "checkpoint_last.pt").write_bytes(b"")
+    assert checkpoint_will_be_restored(args)
+    args.restore_file = str(tmp_path / "other.pt")
+    assert not checkpoint_will_be_restored(args)
+    with pytest.raises(FileNotFoundError, match="--gret-warm-start"):
+        build_model("transformer_gret_tiny", ["--gret-warm-start", str(tmp_path / "missing.pt"),
+                                              "--save-dir", str(tmp_path / "fresh")])
 
 
 def test_warm_start_wrong_dimensions_is_a_clear_error(data_bin, baseline_ckpt):

@@ -27,6 +27,15 @@ Choices where the paper is ambiguous (see also ``../../shared/papers/README.md``
   as in Sabour et al. (2017), which the paper cites and which the project's
   papers README assumes, takes it over capsules for each position. Default:
   ``"capsules"`` (Sabour); ``"positions"`` follows the literal Eq. 5.
+* **Gradient through the routing.** The paper does not say whether gradients
+  flow through the routing iterations. Here the iterations that only update
+  the logits B run without gradient (the coupling coefficients are constants
+  to back-propagation, as in widely used dynamic-routing implementations,
+  e.g. the stop-gradient of the intermediate predictions in CapsNet
+  re-implementations); W and v_k are trained through the final weighted sum
+  of Eq. 2. This removes most of the routing's backward cost (training-speed
+  goal: >= 0.85x of the plain Transformer). The first coupling over capsules
+  is uniform (B = 0), so its weighted sum is a plain sum over positions.
 * **Padding.** Predictions at padded positions are zeroed, so they add
   nothing to any capsule and their routing logits stay zero; with the softmax
   over positions their logits are also masked, so they take no coupling mass
@@ -87,6 +96,23 @@ class CapsuleRouting(nn.Module):
         # shared transform; the spread is what makes the capsules differ.
         nn.init.normal_(self.capsule_scale, mean=1.0, std=0.5)
 
+    def _coupling(self, logits, logit_mask):
+        """Eq. 5: c = softmax(B), B x K x T."""
+        if self.softmax_over == "capsules":
+            return F.softmax(logits, dim=1)
+        if logit_mask is not None:
+            # finite minimum rather than -inf: an all-padding row then gives
+            # zero capsules instead of NaN
+            logits = logits.masked_fill(logit_mask, torch.finfo(logits.dtype).min)
+        return F.softmax(logits, dim=2)
+
+    def _weighted_sum(self, coupling, pred, iteration: int):
+        """sum_i c_ki W h_i: B x K x d. The first coupling over capsules is
+        uniform (B starts at zero), so it is the plain sum over positions / K."""
+        if iteration == 0 and self.softmax_over == "capsules":
+            return (pred.sum(dim=1, keepdim=True) / self.num_capsules).expand(-1, self.num_capsules, -1)
+        return torch.bmm(coupling, pred)
+
     def forward(self, states, padding_mask=None, return_coupling: bool = False):
         """
         Args:
@@ -108,21 +134,19 @@ class CapsuleRouting(nn.Module):
         else:
             logit_mask = None
         scale = self.capsule_scale.unsqueeze(0)  # 1 x K x d
-        pred_t = pred.transpose(1, 2)  # B x d x T
         logits = pred.new_zeros(bsz, self.num_capsules, seq_len)  # B of Eq. 5-6: B x K x T
-        capsules = coupling = None
-        for it in range(self.iterations):
-            if self.softmax_over == "capsules":
-                coupling = F.softmax(logits, dim=1)
-            else:
-                if logit_mask is not None:
-                    # finite minimum rather than -inf: an all-padding row then
-                    # gives zero capsules instead of NaN
-                    logits = logits.masked_fill(logit_mask, torch.finfo(logits.dtype).min)
-                coupling = F.softmax(logits, dim=2)
-            capsules = squash(torch.bmm(coupling, pred) * scale)  # B x K x d, Eq. 2
-            if it + 1 < self.iterations:
-                logits = logits + torch.bmm(capsules * scale, pred_t)  # Eq. 6, B x K x T
+        # Routing iterations only decide the coupling coefficients; as in
+        # common dynamic-routing implementations they run without gradient,
+        # and the gradient flows through the final weighted sum (Eq. 2).
+        with torch.no_grad():
+            pred_ng, scale_ng = pred.detach(), scale.detach()
+            pred_t = pred_ng.transpose(1, 2)  # B x d x T
+            for it in range(self.iterations - 1):
+                coupling = self._coupling(logits, logit_mask)
+                capsules = squash(self._weighted_sum(coupling, pred_ng, it) * scale_ng)
+                logits = logits + torch.bmm(capsules * scale_ng, pred_t)  # Eq. 6, B x K x T
+        coupling = self._coupling(logits, logit_mask)
+        capsules = squash(self._weighted_sum(coupling, pred, self.iterations - 1) * scale)  # Eq. 2, B x K x d
         if return_coupling:
             return capsules, coupling
         return capsules
