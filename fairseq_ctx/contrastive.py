@@ -630,36 +630,39 @@ def parse_args(argv=None):
     return args
 
 
-def _saved_task_name(path) -> str:
-    from fairseq import checkpoint_utils
-
-    state = checkpoint_utils.load_checkpoint_to_cpu(path)
+def _task_name(state) -> str:
     if state.get("cfg") is not None:
         return state["cfg"]["task"]["_name"]
     return getattr(state["args"], "task", None)
 
 
 def load(args):
-    """Models, task and the task config actually used."""
+    """Models and task from the checkpoint(s), with the command line's
+    overrides of the task flags."""
     import fairseq_ctx  # noqa: F401  (registers archs/tasks, installs safe checkpoint loading)
     from fairseq import checkpoint_utils, utils
 
     paths = utils.split_paths(args.path)
-    if args.task is not None:
-        saved = _saved_task_name(paths[0])
-        if saved != args.task:
-            raise FairseqCtxError(
-                f"--task {args.task}: {paths[0]} was trained with --task {saved}; a checkpoint only "
-                "loads with its own task (document_translation adds a separator to the dictionaries)")
     overrides = {"data": args.data}
     for name in ("context_size", "concat_context", "source_lang", "target_lang"):
         if getattr(args, name) is not None:
             overrides[name] = getattr(args, name)
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(paths, arg_overrides=overrides)
+    # read the first checkpoint once: its task is checked, then it is reused
+    state = checkpoint_utils.load_checkpoint_to_cpu(paths[0], overrides)
+    saved = _task_name(state)
+    if args.task is not None and saved != args.task:
+        raise FairseqCtxError(
+            f"--task {args.task}: {paths[0]} was trained with --task {saved}; a checkpoint only "
+            "loads with its own task (document_translation adds a separator to the dictionaries)")
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
+        paths[:1], arg_overrides=overrides, state=state)
+    if len(paths) > 1:
+        more, _, _ = checkpoint_utils.load_model_ensemble_and_task(paths[1:], arg_overrides=overrides, task=task)
+        models += more
     for name in ("context_size", "concat_context"):
         if getattr(args, name) is not None and not hasattr(task.cfg, name):
             raise FairseqCtxError(f"--{name.replace('_', '-')}: the checkpoint's task "
-                                  f"'{cfg.task._name}' has no such option")
+                                  f"'{saved}' has no such option")
     return models, task
 
 

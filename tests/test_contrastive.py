@@ -366,3 +366,64 @@ def test_voita_files_through_tiny_model(trained, capsys):
         assert res["groups"] == 50 and 0.0 <= res["accuracy"] <= 1.0
         assert sum(b["groups"] for b in res["by"]["ctx_dist"].values()) == 50
         assert re.search(r"^  ctx_dist 1 +[0-9.]+ \(", out, re.M)
+
+
+def test_contrapro_and_bawden_commands_and_ensemble(trained, tmp_path, capsys):
+    """The other two formats through main(), on sets in the toy vocabulary;
+    an ensemble of a model with itself scores as the model alone."""
+    raw, bin_dir, ckpt = trained
+    src = (raw / "test.src").read_text().splitlines()
+    tgt = (raw / "test.tgt").read_text().splitlines()
+    entries, s_lines, d_lines, c_lines = [], [], [], []
+    for i in range(1, 5):
+        wrong = [" ".join(["W1"] + tgt[i].split()[1:]), " ".join(["W2"] + tgt[i].split()[1:])][:1 + i % 2]
+        entries.append({"src pronoun": "it", "ref pronoun": ["er", "sie"][i % 2], "ante distance": i,
+                        "errors": [{"contrastive": w} for w in wrong]})
+        for line in [tgt[i]] + wrong:
+            s_lines.append(src[i])
+            d_lines.append(line)
+            c_lines.append(src[i - 1])
+    for name, lines in (("text.src", s_lines), ("text.tgt", d_lines), ("context.src", c_lines)):
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    (tmp_path / "contrapro.json").write_text(json.dumps(entries))
+    res = ce.main([str(bin_dir), "--path", str(ckpt), "--format", "contrapro", "--json", str(tmp_path / "contrapro.json"),
+                   "--src", str(tmp_path / "text.src"), "--dst", str(tmp_path / "text.tgt"),
+                   "--src-context", str(tmp_path / "context.src"), "--scores-out", str(tmp_path / "s1")])
+    out = capsys.readouterr().out
+    assert res["groups"] == 4 and res["candidates"] == len(d_lines)
+    assert set(res["by"]["ante_distance"]) == {"1", "2", "3", ">3"} and set(res["by"]["category"]) == {"it:er", "it:sie"}
+    assert "by ante_distance:" in out and "by category:" in out
+
+    bawden = {str(i): {"src": [src[i - 1], src[i]],
+                       "trg": [{"correct": [tgt[i - 1], tgt[i]], "incorrect": [tgt[i - 1], "W1 " + tgt[i]],
+                                "type": "m.sg"}]} for i in range(1, 4)}
+    (tmp_path / "anaphora.json").write_text(json.dumps(bawden))
+    res = ce.main([str(bin_dir), "--path", f"{ckpt}:{ckpt}", "--format", "bawden",
+                   "--json", str(tmp_path / "anaphora.json"), "--ties", "right"])
+    assert res["groups"] == 3 and res["by"]["kind"] == {"correct": res["by"]["type"]["m.sg"]}
+    assert res["ties"] == "right"
+    capsys.readouterr()
+    # ensemble of the model with itself: the same scores
+    ce.main([str(bin_dir), "--path", f"{ckpt}:{ckpt}", "--format", "contrapro", "--json",
+             str(tmp_path / "contrapro.json"), "--src", str(tmp_path / "text.src"), "--dst",
+             str(tmp_path / "text.tgt"), "--src-context", str(tmp_path / "context.src"),
+             "--scores-out", str(tmp_path / "s2")])
+    s1 = np.array((tmp_path / "s1").read_text().split(), dtype=float)
+    s2 = np.array((tmp_path / "s2").read_text().split(), dtype=float)
+    assert np.allclose(s1, s2, atol=1e-4)
+
+
+def test_sentencepiece_option(tmp_path):
+    """--bpe sentencepiece adds --sentencepiece-model and splits the text
+    before the dictionary sees it."""
+    spm = pytest.importorskip("sentencepiece")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"the cat sat on the mat number {i} again" for i in range(200)) + "\n")
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "spm"), vocab_size=30,
+                                   model_type="unigram", minloglevel=2)
+    args = ce.parse_args(["bin", "--path", "x.pt", "--format", "voita", "--bpe", "sentencepiece",
+                          "--sentencepiece-model", str(tmp_path / "spm.model")])
+    encode = ce.build_encoders(args)
+    pieces = encode("the cat sat")
+    assert pieces.split()[0].startswith("\u2581") and "".join(pieces.split()).replace("\u2581", " ").strip() == "the cat sat"
+    assert ce.build_encoders(ce.parse_args(["bin", "--path", "x.pt", "--format", "voita"]))("a b") == "a b"
