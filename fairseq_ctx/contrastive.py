@@ -24,7 +24,12 @@ the models' probabilities per token, as ``fairseq-generate
 Score of a candidate = log p(current target sentence | current source
 sentence, source context), summed over its tokens including the final
 ``</s>`` (natural log), by teacher forcing through the model's forward pass,
-batched (``--batch-size`` candidates), never beam search.  ``--length-normalize``
+batched (``--batch-size`` candidates), never beam search.  The candidates of
+a source are batched together and, for encoder-decoder models, the encoder
+runs once per distinct source + context of a batch; ``reorder_encoder_out``
+hands its output to each candidate, as beam search does for hypotheses
+(``--no-share-encoder``: the model's own forward per candidate; the same
+scores).  ``--length-normalize``
 divides by the number of target tokens.  Identical inputs (same tokens of
 source, context and target after ``--tokenizer``/``--bpe`` and the
 dictionary; unknown words become ``<unk>``) are scored once, so they tie
@@ -444,7 +449,8 @@ class ModelScorer:
 
     def __init__(self, models, task, encode_source: Callable[[str], str] = None,
                  encode_target: Callable[[str], str] = None, context_size: int = 0,
-                 batch_size: int = 32, length_normalize: bool = False, device: str = "cpu"):
+                 batch_size: int = 32, length_normalize: bool = False, device: str = "cpu",
+                 share_encoder: bool = True):
         from fairseq import utils
 
         if batch_size < 1:
@@ -457,6 +463,7 @@ class ModelScorer:
         self.batch_size = batch_size
         self.length_normalize = length_normalize
         self.device = device
+        self.share_encoder = share_encoder
         self.max_positions = utils.resolve_max_positions(
             task.max_positions(), *[m.max_positions() for m in self.models])
 
@@ -500,18 +507,43 @@ class ModelScorer:
             list(tgts), np.array([len(t) for t in tgts]), self.task.target_dictionary,
             left_pad_source=cfg.left_pad_source, left_pad_target=cfg.left_pad_target, shuffle=False)
 
+    def _can_share_encoder(self, model) -> bool:
+        from fairseq.models import FairseqEncoderDecoderModel
+
+        return self.share_encoder and isinstance(model, FairseqEncoderDecoderModel)
+
+    def _forward(self, model, net_input, enc_rows: Optional[torch.Tensor], enc_index: Optional[torch.Tensor]):
+        """Decoder output for the batch.  With ``enc_rows`` the encoder runs
+        only on those rows (one per distinct source + context) and
+        ``reorder_encoder_out`` hands every candidate its source's encoding,
+        as beam search does for hypotheses."""
+        if enc_rows is None or not self._can_share_encoder(model):
+            return model(**net_input)
+        enc_input = {k: v.index_select(0, enc_rows) for k, v in net_input.items() if k != "prev_output_tokens"}
+        encoder_out = model.encoder(**enc_input)
+        encoder_out = model.encoder.reorder_encoder_out(encoder_out, enc_index)
+        return model.decoder(net_input["prev_output_tokens"], encoder_out=encoder_out,
+                             src_lengths=net_input["src_lengths"])
+
     @torch.no_grad()
-    def _score_batch(self, sample) -> torch.Tensor:
-        """B scores of one collated batch (in the batch's order)."""
+    def _score_batch(self, sample, enc_keys: Optional[np.ndarray] = None) -> torch.Tensor:
+        """B scores of one collated batch (in the batch's order); ``enc_keys``:
+        per row, an id of its encoder input (source + context)."""
         from fairseq import utils
 
         if hasattr(self.task, "model_input"):
             sample = self.task.model_input(self.models, sample)
         sample = utils.move_to_cuda(sample) if self.device != "cpu" else sample
         target = sample["target"]  # B x T
+        enc_rows = enc_index = None
+        if enc_keys is not None:
+            _, first, inverse = np.unique(enc_keys, return_index=True, return_inverse=True)
+            if len(first) < len(enc_keys):
+                enc_rows = torch.from_numpy(first).to(target.device)
+                enc_index = torch.from_numpy(inverse.reshape(-1)).to(target.device)
         token_lprobs = []
         for model in self.models:
-            net_output = model(**sample["net_input"])
+            net_output = self._forward(model, sample["net_input"], enc_rows, enc_index)
             lprobs = model.get_normalized_probs(net_output, log_probs=True)  # B x T x V
             token_lprobs.append(lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1).float())
         lp = token_lprobs[0] if len(token_lprobs) == 1 else (
@@ -523,17 +555,24 @@ class ModelScorer:
         return scores.cpu()
 
     def score_items(self, items) -> np.ndarray:
+        """Scores of unique (source, context tokens, target) items.  Items with
+        the same source and context are batched together so the encoder runs
+        once for all their candidates."""
         if not items:
             return np.zeros(0)
         dataset = self._dataset(items)
-        # batch similar lengths together so little time goes into padding
-        order = np.lexsort((np.array([len(t) for _, _, t in items]),
+        enc_ids: Dict[Any, int] = {}
+        enc_keys = np.array([enc_ids.setdefault((tuple(s.tolist()), tuple(tuple(c.tolist()) for c in ctx)),
+                                                len(enc_ids)) for s, ctx, _ in items], dtype=np.int64)
+        # similar lengths together (little padding), a source's candidates adjacent
+        order = np.lexsort((np.array([len(t) for _, _, t in items]), enc_keys,
                             np.array([len(s) + sum(len(c) for c in ctx) for s, ctx, _ in items])))
         out = np.zeros(len(items))
         for start in range(0, len(order), self.batch_size):
             ids = order[start:start + self.batch_size]
             batch = dataset.collater([dataset[int(i)] for i in ids])
-            out[batch["id"].numpy()] = self._score_batch(batch).numpy()
+            rows = batch["id"].numpy()
+            out[rows] = self._score_batch(batch, enc_keys[rows]).numpy()
         return out
 
     def score(self, candidates: Sequence[Candidate]) -> np.ndarray:
@@ -598,6 +637,9 @@ def get_parser():
                    help="credit when the true candidate ties for the best score")
     g.add_argument("--tie-tolerance", type=float, default=1e-4,
                    help="scores closer than this count as tied (float32 sums differ in the last bits)")
+    g.add_argument("--no-share-encoder", action="store_true",
+                   help="run the whole model per candidate instead of encoding each distinct "
+                        "source + context once per batch")
     g.add_argument("--cpu", action="store_true", help="score on CPU even if CUDA is available")
     g = p.add_argument_group("output")
     g.add_argument("--results", help="write the results as JSON here")
@@ -696,7 +738,7 @@ def main(argv=None):
     encode = build_encoders(args)
     scorer = ModelScorer(models, task, encode, encode, context_size=context_size,
                          batch_size=args.batch_size, length_normalize=args.length_normalize,
-                         device="cuda" if use_cuda else "cpu")
+                         device="cuda" if use_cuda else "cpu", share_encoder=not args.no_share_encoder)
     scores = score_groups(scorer, groups)
     res = evaluate(groups, scores, ties=args.ties, tolerance=args.tie_tolerance)
     mode = ("concatenated to the source" if getattr(task.cfg, "concat_context", False) else

@@ -225,15 +225,16 @@ def trained(tmp_path_factory):
 
 def hand_made_set(raw, tmp_path, n=8):
     """A Voita-format set from the toy data: context = previous test line, true
-    candidate = the reference, the others with one word changed; true_ind
+    candidate = the reference, the others with its first or last word replaced; true_ind
     cycles through 0..2."""
     src = (raw / "test.src").read_text().splitlines()
     tgt = (raw / "test.tgt").read_text().splitlines()
     groups = []
     for i in range(1, n + 1):
         ref = tgt[i].split()
-        wrong1 = " ".join(["W1" if j == 0 else w for j, w in enumerate(ref)])
-        wrong2 = " ".join(ref[:-1] + ["W2" if ref[-1] != "W2" else "W3"])
+        # words outside the vocabulary (<unk>), so no candidate equals the reference
+        wrong1 = " ".join(["X1"] + ref[1:])
+        wrong2 = " ".join(ref[:-1] + ["X2"])
         cands = [wrong1, wrong2]
         t = i % 3
         cands.insert(t, " ".join(ref))
@@ -286,7 +287,22 @@ def test_scores_match_fairseq_sequence_scorer(trained, tmp_path):
     groups = ce.read_voita(*hand_made_set(raw, tmp_path))
     cands = [c for g in groups for c in g.candidates]
     scorer, models, task = load_scorer(bin_dir, ckpt, batch_size=7)
-    ours = scorer.score(cands)
+    rows = []
+    hook = models[0].encoder.register_forward_pre_hook(lambda mod, inp, kw: rows.append(len(kw["src_tokens"]))
+                                                       if "src_tokens" in kw else rows.append(len(inp[0])),
+                                                       with_kwargs=True)
+    ours = scorer.score(cands)  # batches of 7: a group may straddle two batches
+    assert len(groups) < sum(rows) <= len(groups) + math.ceil(len(cands) / 7) - 1
+    rows.clear()
+    scorer.batch_size = 6
+    # the 3 candidates of a group share one encoder pass
+    assert np.allclose(scorer.score(cands), ours, atol=1e-4)
+    assert sum(rows) == len(groups) and len(cands) == 3 * len(groups)
+    rows.clear()
+    scorer.share_encoder = False
+    assert np.allclose(scorer.score(cands), ours, atol=1e-4) and sum(rows) == len(cands)
+    scorer.share_encoder = True
+    hook.remove()
     scorer.batch_size = 1
     assert np.allclose(scorer.score(cands), ours, atol=1e-4)
     reference = SequenceScorer(task.target_dictionary)
