@@ -25,7 +25,10 @@ Reading of the paper where it is ambiguous (see ``shared/papers/README.md``):
 * The gate is one scalar per position over the full query (Eq. 6 as printed,
   not the per-head variant of the released code). ``V^C`` multiplies ``C U``,
   so it is ``d x 1`` (the paper's ``d_c x 1`` is a typo). No gate bias (Eq. 6
-  has none).
+  has none). For speed, ``V^H`` and ``V^C`` are folded into the Q/K and the
+  context projections as extra output columns (``Q V^H = x (W_Q^T V^H) + b_Q
+  V^H``), so the gate logits come out of the same matmuls; the parameters and
+  the function are exactly Eq. 6.
 * Global means ignore padding; on the decoder side the global context is the
   causal prefix mean (footnote 2), so each position has its own context.
 
@@ -33,7 +36,7 @@ Gate values can be read out for analysis: set ``keep_gates = True`` and the
 last forward leaves ``last_gates = {"q": T x B, "k": T x B}`` (only the
 contextualised ones) on the module.
 """
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -215,13 +218,15 @@ class ContextAwareSelfAttention(nn.Module):
     def has_context(self) -> bool:
         return len(self.parts) > 0
 
-    def project_context(self, history: ContextHistory) -> Tensor:
-        """``C [U_Q U_K]``: ``(1 or T) x B x (n*d)``, summed over context parts.
+    def project_context(self, history: ContextHistory) -> Tuple[Tensor, Tensor]:
+        """``C [U_Q U_K]``, summed over context parts: ``(1 or T) x B x n x C``,
+        and the gate logits' context term ``C [U_Q U_K] [V^C_Q; V^C_K]``:
+        ``(1 or T) x B x n``.
 
         A context that is one vector per sentence (encoder-side global and
         deep-global) has a leading dim of 1 and is projected once per sentence.
         """
-        l = self.layer
+        l, d, n = self.layer, self.embed_dim, len(self.slots)
         out: Optional[Tensor] = None
         for p in self.parts:
             if p == "global":
@@ -230,10 +235,13 @@ class ContextAwareSelfAttention(nn.Module):
                 c = torch.cat(history.means[:l], dim=-1) if l > 1 else history.means[0]
             else:  # deep
                 c = torch.cat(history.states[:l - 1], dim=-1) if l > 2 else history.states[0]
-            y = self.ctx_proj[p.replace("-", "_")](c)
+            w = self.ctx_proj[p.replace("-", "_")].weight  # (n*C) x d_c
+            # V^C folded into the projection as n extra rows (C U V^C = C (U V^C))
+            w_gate = torch.bmm(self.gate_c.unsqueeze(1), w.view(n, d, -1)).squeeze(1)  # n x d_c
+            y = F.linear(c, torch.cat([w, w_gate]))
             out = y if out is None else out + y
         assert out is not None
-        return out
+        return out[..., :n * d].unflatten(-1, (n, d)), out[..., n * d:]
 
     def forward(self, x: Tensor, key_padding_mask: Optional[Tensor] = None,
                 history: Optional[ContextHistory] = None,
@@ -251,15 +259,26 @@ class ContextAwareSelfAttention(nn.Module):
         """
         T, B, d = x.shape
         H, hd = self.num_heads, self.head_dim
-        qkv = self.in_proj(x).view(T, B, 3, d)  # T x B x 3 x C
-        q, k, v = qkv.unbind(2)
-        if self.has_context:
+        if not self.has_context:
+            qkv = self.in_proj(x).view(T, B, 3, d)  # T x B x 3 x C
+            q, k, v = qkv.unbind(2)
+        else:
             assert history is not None
             n = len(self.slots)
-            ctx = self.project_context(history).view(-1, B, n, d)  # (1|T) x B x n x C
+            lo, hi = self.slots[0] * d, (self.slots[-1] + 1) * d
+            # Eq. 6, first term: Q V^H = x (W_Q^T V^H) + b_Q V^H. Folding V^H into
+            # the fused projection as n extra output columns gives the gate
+            # logits from the same matmul (no extra pass over Q and K).
+            w, b = self.in_proj.weight, self.in_proj.bias
+            w_gate = torch.bmm(self.gate_h.unsqueeze(1), w[lo:hi].view(n, d, d)).squeeze(1)  # n x C
+            b_gate = (self.gate_h * b[lo:hi].view(n, d)).sum(-1)  # n
+            out = F.linear(x, torch.cat([w, w_gate]), torch.cat([b, b_gate]))  # T x B x (3C + n)
+            qkv = out[..., :3 * d].view(T, B, 3, d)
+            q, k, v = qkv.unbind(2)
+            ctx, ctx_logit = self.project_context(history)  # (1|T) x B x n x C, (1|T) x B x n
             qk = qkv[:, :, self.slots[0]:self.slots[-1] + 1]  # T x B x n x C
             # Eq. 6: one scalar per position and per contextualised Q / K
-            lam = torch.sigmoid((qk * self.gate_h).sum(-1) + (ctx * self.gate_c).sum(-1))  # T x B x n
+            lam = torch.sigmoid(out[..., 3 * d:] + ctx_logit)  # T x B x n
             # Eq. 5: (1 - lam) * Q + lam * (C U)
             mixed = torch.lerp(qk, ctx, lam.unsqueeze(-1))
             if self.keep_gates:
