@@ -426,7 +426,8 @@ def evaluate(groups: Sequence[Group], scores: Sequence[Sequence[float]], ties: s
 
 def format_results(res: Dict[str, Any]) -> str:
     def line(b):
-        return (f"{b['accuracy']:.4f} ({b['correct']:g}/{b['groups']} groups, "
+        correct = f"{b['correct']:.2f}".rstrip("0").rstrip(".")  # fractional with --ties half
+        return (f"{b['accuracy']:.4f} ({correct}/{b['groups']} groups, "
                 f"{b['tied']} with the true candidate tied for best)")
 
     out = [f"accuracy: {line(res)}; ties count as {res['ties']}"]
@@ -734,6 +735,9 @@ def main(argv=None):
         raise ContrastiveDataError("the test set has no groups")
     models, task = load(args)
     context_size = getattr(task.cfg, "context_size", 0)
+    if getattr(task.cfg, "context_mode", "previous") != "previous":
+        logger.warning(f"the model was trained with --context-mode {task.cfg.context_mode}; the test sets "
+                       "give the preceding sentences as context")
     use_cuda = torch.cuda.is_available() and not args.cpu
     encode = build_encoders(args)
     scorer = ModelScorer(models, task, encode, encode, context_size=context_size,

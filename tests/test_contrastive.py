@@ -359,11 +359,17 @@ def test_concat_override_and_sentence_level_task(trained, tmp_path):
     assert twice[0] == twice[1]
 
 
-def test_wrong_task_and_override(trained, tmp_path):
+def test_task_flags_wrong_task_and_bad_flags(trained, tmp_path):
     raw, bin_dir, ckpt = trained
+    _, _, task = load_scorer(bin_dir, ckpt)
+    assert task.cfg.context_size == 1 and not task.cfg.concat_context  # from the checkpoint
+    scorer, _, task = load_scorer(bin_dir, ckpt, ["--task", "document_translation", "--context-size", "2"])
+    assert task.cfg.context_size == 2 and scorer.context_size == 2
     args = ce.parse_args([str(bin_dir), "--path", str(ckpt), "--format", "voita", "--task", "translation"])
     with pytest.raises(fairseq_ctx.errors.FairseqCtxError, match="trained with --task document_translation"):
         ce.load(args)
+    with pytest.raises(SystemExit):
+        ce.parse_args([str(bin_dir), "--path", str(ckpt), "--format", "voita", "--context-size", "-1"])
     with pytest.raises(SystemExit):
         ce.parse_args([str(bin_dir), "--path", str(ckpt), "--format", "voita", "--ties", "maybe"])
 
