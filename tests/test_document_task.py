@@ -97,10 +97,10 @@ def _strip(row):
     return row[row.ne(PAD)].tolist()
 
 
-@pytest.mark.parametrize("concat", [False, True])
-def test_context_is_previous_sentence_across_shuffled_batches(data, concat):
+@pytest.mark.parametrize("concat, size", [(False, 1), (True, 1), (False, 2), (True, 2)])
+def test_context_is_previous_sentence_across_shuffled_batches(data, concat, size):
     raw, bin_dir = data
-    task = setup(bin_dir, ["--concat-context"] if concat else [])
+    task = setup(bin_dir, ["--context-size", str(size)] + (["--concat-context"] if concat else []))
     task.load_dataset("train")
     ds = task.dataset("train")
     docids = (raw / "train.docids").read_text().splitlines()
@@ -113,16 +113,20 @@ def test_context_is_previous_sentence_across_shuffled_batches(data, concat):
         orders.extend(ids)
         for r, i in enumerate(ids):
             src = ds.pair.src[i].tolist()
-            prev = ds.pair.src[i - 1].tolist() if i > 0 and docids[i - 1] == docids[i] else None
+            # the sentences i-size .. i-1 that are in i's document, oldest first
+            prev = [ds.pair.src[j].tolist()[:-1] for j in range(max(i - size, 0), i) if docids[j] == docids[i]]
+            joined = [t for k, p in enumerate(prev) for t in ([sep] if k else []) + p]
             if concat:
                 assert "ctx_tokens" not in batch["net_input"]
-                expected = src if prev is None else prev[:-1] + [sep] + src
+                expected = src if not prev else joined + [sep] + src
                 assert _strip(batch["net_input"]["src_tokens"][r]) == expected
             else:
                 assert _strip(batch["net_input"]["src_tokens"][r]) == src
                 ctx = _strip(batch["net_input"]["ctx_tokens"][r])
-                assert ctx == ([eos] if prev is None else prev)
+                assert ctx == joined + [eos]
                 assert batch["net_input"]["ctx_lengths"][r] == len(ctx)
+            if size == 1 and i > 0 and docids[i - 1] == docids[i]:
+                assert len(prev) == 1 and prev[0] == ds.pair.src[i - 1].tolist()[:-1]
             seen.add(i)
     assert seen == set(range(len(ds)))
     assert orders != sorted(orders)  # batches really came shuffled
