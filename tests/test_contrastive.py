@@ -84,7 +84,8 @@ def test_voita_true_ind_and_bad_files(tmp_path):
     assert groups[1].candidates[0].where == f"{dst}:4"
     # line counts must match the JSON, and the message names the file
     dst.write_text("\n".join(dst.read_text().splitlines()[:-1]) + "\n")
-    with pytest.raises(ce.ContrastiveDataError, match=rf"{re.escape(str(dst))}: 4 lines, but .*5 candidates in 2 groups"):
+    with pytest.raises(ce.ContrastiveDataError,
+                       match=rf"{re.escape(str(dst))}: 4 lines, but .*5 candidates in 2 groups"):
         ce.read_voita(src, dst, js)
     src2, dst2, js2 = write_voita(tmp_path, "u", [("s", ["A", "B"], 2, 1)])
     with pytest.raises(ce.ContrastiveDataError, match=r"entry 0: true_ind 2 is not an index"):
@@ -408,12 +409,14 @@ def test_contrapro_and_bawden_commands_and_ensemble(trained, tmp_path, capsys):
     for name, lines in (("text.src", s_lines), ("text.tgt", d_lines), ("context.src", c_lines)):
         (tmp_path / name).write_text("\n".join(lines) + "\n")
     (tmp_path / "contrapro.json").write_text(json.dumps(entries))
-    res = ce.main([str(bin_dir), "--path", str(ckpt), "--format", "contrapro", "--json", str(tmp_path / "contrapro.json"),
+    res = ce.main([str(bin_dir), "--path", str(ckpt), "--format", "contrapro",
+                   "--json", str(tmp_path / "contrapro.json"),
                    "--src", str(tmp_path / "text.src"), "--dst", str(tmp_path / "text.tgt"),
                    "--src-context", str(tmp_path / "context.src"), "--scores-out", str(tmp_path / "s1")])
     out = capsys.readouterr().out
     assert res["groups"] == 4 and res["candidates"] == len(d_lines)
-    assert set(res["by"]["ante_distance"]) == {"1", "2", "3", ">3"} and set(res["by"]["category"]) == {"it:er", "it:sie"}
+    assert set(res["by"]["ante_distance"]) == {"1", "2", "3", ">3"}
+    assert set(res["by"]["category"]) == {"it:er", "it:sie"}
     assert "by ante_distance:" in out and "by category:" in out
 
     bawden = {str(i): {"src": [src[i - 1], src[i]],
@@ -447,5 +450,6 @@ def test_sentencepiece_option(tmp_path):
                           "--sentencepiece-model", str(tmp_path / "spm.model")])
     encode = ce.build_encoders(args)
     pieces = encode("the cat sat")
-    assert pieces.split()[0].startswith("\u2581") and "".join(pieces.split()).replace("\u2581", " ").strip() == "the cat sat"
+    assert pieces.split()[0].startswith("\u2581")
+    assert "".join(pieces.split()).replace("\u2581", " ").strip() == "the cat sat"
     assert ce.build_encoders(ce.parse_args(["bin", "--path", "x.pt", "--format", "voita"]))("a b") == "a b"
