@@ -1,7 +1,6 @@
 """Tests for transformer_dc (Ampomah et al. 2021, Dual Contextual module)."""
 import json
 import math
-import shlex
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -237,8 +236,11 @@ def test_alpha_readout_and_js():
 # training-recipe configs
 # ---------------------------------------------------------------------------
 def _config_tokens(path):
-    lines = [l for l in path.read_text().splitlines() if not l.startswith("#")]
-    return shlex.split(" ".join(lines))
+    """Words as `$(grep -v '^#' FILE)` hands them to fairseq-train: plain
+    whitespace splitting, no quote removal (so quotes must not appear)."""
+    text = "\n".join(l for l in path.read_text().splitlines() if not l.startswith("#"))
+    assert not any(c in text for c in "'\"\\*?[$"), f"{path.name}: shell would not pass this through verbatim"
+    return text.split()
 
 
 CONFIG_DIR = REPO / "configs" / "dc"
@@ -258,7 +260,9 @@ def test_config_files_parse(name):
         return
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(parser, ["/nonexistent", *tokens])
-    assert args.arch.startswith("transformer_dc")
+    variant = name.split("_")[-2]  # enc / dec / full
+    assert args.arch == {"enc": "transformer_dc", "dec": "transformer_dc_dec", "full": "transformer_dc_full"}[variant] + (
+        "_iwslt" if name.startswith("iwslt") else "")
     assert args.optimizer == "adam" and eval(args.adam_betas) == (0.9, 0.98)
     assert args.lr_scheduler == "cosine" and args.warmup_updates > 0
     assert args.max_tokens == (4960 if name.startswith("wmt14") else 2048)
