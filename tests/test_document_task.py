@@ -271,3 +271,11 @@ def test_sentence_level_model_ignores_context(data):
     assert "ctx_tokens" not in net_input
     out, _ = model(**net_input)
     assert out.shape[0] == 4
+
+
+def test_interactive_needs_previous_context(data):
+    _, bin_dir = data
+    for extra in (["--context-mode", "next"], ["--shuffle-context"]):
+        task = setup(bin_dir, extra)
+        with pytest.raises(ValueError, match="--context-mode previous"):
+            task.build_dataset_for_inference([torch.tensor([5, 2])], [2])
