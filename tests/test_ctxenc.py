@@ -82,12 +82,29 @@ def test_parameter_growth_presets():
         assert n_params(build(arch, dictionary=d)) - n_params(build(plain, dictionary=d)) == extra
 
 
+def test_pre_norm_adds_context_layer_norm():
+    d = _dictionary(50)
+    post = build("transformer_ctxenc_tiny", dictionary=d)
+    pre = build("transformer_ctxenc_tiny", ["--encoder-normalize-before"], dictionary=d)
+    assert n_params(pre) - n_params(post) == 2 * 16 + 2 * 16  # final encoder LN + context LN
+    pre.eval()
+    out = pre.encoder(rand_tokens(2, 5, 20), ctx_tokens=rand_tokens(2, 3, 21))
+    assert torch.isfinite(out["encoder_out"][0]).all() and torch.isfinite(out["ctx_out"][0]).all()
+
+
 def test_structure_shares_lower_layers():
     model = tiny(["--encoder-layers", "3"])
     enc = model.encoder
     assert isinstance(enc.layers[-1], CtxEncGatedEncoderLayer)
     assert not isinstance(enc.ctx_layer, CtxEncGatedEncoderLayer)
     assert len(enc.layers) == 3
+    own = {id(p) for p in enc.ctx_layer.parameters()}
+    assert not own & {id(p) for p in enc.layers.parameters()}
+    src, ctx = rand_tokens(2, 5, 22), rand_tokens(2, 4, 23)
+    before = enc(src, ctx_tokens=ctx)["ctx_out"][0]
+    with torch.no_grad():
+        enc.layers[0].fc1.weight.mul_(2.0)  # a shared layer: the context encoder changes too
+    assert (enc(src, ctx_tokens=ctx)["ctx_out"][0] - before).abs().max() > 1e-3
 
 
 @pytest.mark.parametrize("extra, flag", [
