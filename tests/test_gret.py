@@ -18,7 +18,7 @@ from fairseq_ctx.modules.attentive_pooling import AttentivePooling
 from fairseq_ctx.modules.capsule_routing import CapsuleRouting, squash
 from fairseq_ctx.modules.context_gate import ContextGate
 from fairseq_ctx.modules.gret_global import GlobalRepresentation
-from tests.utils import TINY_MODEL_FLAGS, generate, interactive, make_parallel_data, preprocess, train
+from tests.utils import generate, interactive, make_parallel_data, preprocess, train
 
 # ----------------------------------------------------------------- helpers
 
@@ -328,9 +328,10 @@ def gret_run(data_bin, baseline_ckpt, tmp_path_factory):
     return save / "checkpoint_last.pt", proc
 
 
-def test_warm_start_copies_shared_weights(data_bin, baseline_ckpt):
+def test_warm_start_copies_shared_weights(data_bin, baseline_ckpt, tmp_path):
     dictionary = Dictionary.load(str(data_bin / "dict.src.txt"))
-    model, _ = build_model("transformer_gret_tiny", ["--gret-warm-start", str(baseline_ckpt)], dictionary=dictionary)
+    flags = ["--gret-warm-start", str(baseline_ckpt), "--save-dir", str(tmp_path)]
+    model, _ = build_model("transformer_gret_tiny", flags, dictionary=dictionary)
     base = checkpoint_utils.load_checkpoint_to_cpu(str(baseline_ckpt))["model"]
     state = model.state_dict()
     shared = [n for n in state if n in base]
