@@ -129,6 +129,7 @@ def plot(results: List[Dict], path: str):
     import matplotlib
 
     matplotlib.use("Agg")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # font-manager debug noise
     import matplotlib.pyplot as plt
 
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10, 4))
@@ -138,6 +139,7 @@ def plot(results: List[Dict], path: str):
         labels.append(label)
         layers = [int(k) for k in res["dv"]]
         ax_a.plot(layers, list(res["dv"].values()), marker="o", label=label)
+    ax_a.set_xticks(sorted({int(k) for r in results for k in r["dv"]}))
     ax_a.set_xlabel("encoder layer l")
     ax_a.set_ylabel("dv^l = JS(alpha_g || alpha_l) [nats]")
     ax_a.set_title("(a) divergence per encoder layer")
