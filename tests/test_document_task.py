@@ -19,7 +19,7 @@ from fairseq_ctx.data.document_context_dataset import (
     concat_context_source,
     split_concatenated,
 )
-from tests.utils import generate, make_parallel_data, preprocess, run_cli, train, validate, USER_DIR
+from tests.utils import USER_DIR, generate, make_parallel_data, preprocess, run_cli, train
 
 torch.set_num_threads(1)
 
@@ -223,8 +223,19 @@ def test_shuffled_and_random_context_runs(data, ctxenc):
     shuf, _, _ = generate(bin_dir, ctxenc, task_flags=TASK + ["--shuffle-context"], extra=["--score-reference"])
     assert sorted(shuf) == sorted(ref) == list(range(13))
     assert any(abs(shuf[i][1] - ref[i][1]) > 1e-5 for i in ref)
-    loss, _ = validate(bin_dir, ctxenc, task_flags=TASK + ["--context-mode", "random"])
-    assert math.isfinite(loss)
+    # random context (the paper's control row), in-process to save a CLI run
+    args = parse(bin_dir, ["--context-mode", "random", "--criterion", "label_smoothed_cross_entropy",
+                           "--label-smoothing", "0.1"])
+    task = tasks.setup_task(args)
+    models, _ = checkpoint_utils.load_model_ensemble([str(ctxenc)], task=task)
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    sample = ds.collater([ds[i] for i in range(len(ds))])
+    docids = [d for d in (data[0] / "valid.docids").read_text().splitlines()]
+    ctx_lines = ds.context_index[:, 0]
+    assert (ctx_lines >= 0).all() and any(docids[j] != docids[i] for i, j in enumerate(ctx_lines))
+    loss, _, _ = task.valid_step(sample, models[0], task.build_criterion(args))
+    assert math.isfinite(loss.item())
 
 
 # ---------------------------------------------------------------------------
