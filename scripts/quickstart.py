@@ -93,7 +93,7 @@ def main():
              "--stop-time-hours", str(opts.minutes / 60)], log_path=save + ".train.log")
         train_minutes = (time.time() - start) / 60
         train_log = open(save + ".train.log", encoding="utf-8").read()
-        params = int(re.search(r"num\. model params: ([\d,]+)", train_log).group(1).replace(",", ""))
+        params = int(re.search(r"num\. shared model params: ([\d,]+)", train_log).group(1).replace(",", ""))
         updates = re.findall(r"num_updates (\d+)", train_log)
 
         gen_log = save + ".test.log"
