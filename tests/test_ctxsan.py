@@ -147,10 +147,48 @@ def test_attention_shapes_and_context_sizes():
     xs = [torch.randn(T, B, d) for _ in range(3)]
     for x in xs:
         hist.push(x)
+    att(xs[-1], history=hist)
+    assert torch.equal(att.last_gates["q"], torch.full((T, B), 0.5))  # V^H = V^C = 0 at init
+    with torch.no_grad():
+        att.gate_h.normal_()
+        att.gate_c.normal_()
     out = att(xs[-1], history=hist)
     assert out.shape == (T, B, d)
     assert set(att.last_gates) == {"q", "k"} and att.last_gates["q"].shape == (T, B)
     assert bool(((att.last_gates["k"] > 0) & (att.last_gates["k"] < 1)).all())
+
+
+@pytest.mark.parametrize("context", ["global", "deep-global+deep"])
+def test_attention_matches_equations_5_to_7(context):
+    """The fused implementation equals a literal transcription of Eq. 5-7."""
+    torch.manual_seed(0)
+    d, heads, T, B, layer = 8, 2, 5, 2, 3
+    att = ContextAwareSelfAttention(d, heads, layer, context=context).eval()
+    with torch.no_grad():
+        for p in att.parameters():
+            p.normal_(std=0.3)
+    xs = [torch.randn(T, B, d) for _ in range(layer)]
+    hist = ContextHistory(None, need_states=True, need_means=True)
+    for x in xs:
+        hist.push(x)
+    x = xs[-1]
+    W, b = att.in_proj.weight, att.in_proj.bias
+    Q, K, V = (x @ W[i * d:(i + 1) * d].t() + b[i * d:(i + 1) * d] for i in range(3))
+    means = [h.mean(0, keepdim=True) for h in xs]
+    if context == "global":  # Eq. 8
+        CU = means[-1] @ att.ctx_proj["global"].weight.t()
+    else:  # Eq. 10 + Eq. 9, summed after projection
+        CU = torch.cat(means, -1) @ att.ctx_proj["deep_global"].weight.t() \
+            + torch.cat(xs[:layer - 1], -1) @ att.ctx_proj["deep"].weight.t()
+    CUq, CUk = CU[..., :d], CU[..., d:]
+    lam_q = torch.sigmoid(Q @ att.gate_h[0] + CUq @ att.gate_c[0]).unsqueeze(-1)  # Eq. 6
+    lam_k = torch.sigmoid(K @ att.gate_h[1] + CUk @ att.gate_c[1]).unsqueeze(-1)
+    Qh, Kh = (1 - lam_q) * Q + lam_q * CUq, (1 - lam_k) * K + lam_k * CUk  # Eq. 5
+    hd = d // heads
+    split = lambda t: t.reshape(T, B, heads, hd).permute(1, 2, 0, 3)  # noqa: E731
+    w = torch.softmax(split(Qh) @ split(Kh).transpose(-1, -2) / hd ** 0.5, -1)  # Eq. 3, 7
+    ref = (w @ split(V)).permute(2, 0, 1, 3).reshape(T, B, d) @ att.out_proj.weight.t() + att.out_proj.bias
+    assert torch.allclose(att(x, history=hist), ref, atol=1e-5)
 
 
 def test_key_only_leaves_queries_alone():
@@ -197,6 +235,12 @@ def _model(side, context="deep-global+deep", seed=0, layers=3):
     torch.manual_seed(seed)
     model, d = build("transformer_ctxsan_tiny", ["--ctxsan-side", side, "--ctxsan-context", context,
                                                  "--encoder-layers", str(layers), "--decoder-layers", str(layers)])
+    # gates start at lambda = 0.5 everywhere; randomise them so the tests
+    # exercise position-dependent gates
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith(("gate_h", "gate_c")):
+                param.normal_(std=0.5)
     return model.eval(), d
 
 

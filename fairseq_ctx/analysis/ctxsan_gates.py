@@ -143,8 +143,11 @@ def analyse_model(path: str, data: str, subset: str, max_tokens: int, max_senten
 
 
 def plot(summary: Dict, png: str):
+    import logging
+
     import matplotlib
 
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font search logs at DEBUG
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

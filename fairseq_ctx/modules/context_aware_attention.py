@@ -211,8 +211,11 @@ class ContextAwareSelfAttention(nn.Module):
         for proj in self.ctx_proj.values():
             nn.init.xavier_uniform_(proj.weight)
         if self.gate_h is not None:
-            nn.init.normal_(self.gate_h, std=self.embed_dim ** -0.5)
-            nn.init.normal_(self.gate_c, std=self.embed_dim ** -0.5)
+            # lambda = 0.5 everywhere at the start: a random V^H, V^C gives each
+            # layer a near-constant logit (the mean direction of Q and of the
+            # sentence means dominates) and can saturate a layer's gate at 0 or 1
+            nn.init.zeros_(self.gate_h)
+            nn.init.zeros_(self.gate_c)
 
     @property
     def has_context(self) -> bool:
