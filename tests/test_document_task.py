@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import fairseq_ctx  # noqa: F401  (registers the task and the archs)
-from fairseq import checkpoint_utils, options, tasks, utils
+from fairseq import checkpoint_utils, options, tasks
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_ctx.data.document_context_dataset import (
@@ -290,3 +290,11 @@ def test_interactive_needs_previous_context(data):
         task = setup(bin_dir, extra)
         with pytest.raises(ValueError, match="--context-mode previous"):
             task.build_dataset_for_inference([torch.tensor([5, 2])], [2])
+
+
+def test_read_docids_counts_newlines_only(tmp_path):
+    from fairseq_ctx.tasks.document_translation import DocumentTranslationTask
+
+    path = tmp_path / "x.docids"
+    path.write_text("Genesis\u2028 1\r\nGenesis 2\n", encoding="utf-8")
+    assert DocumentTranslationTask.read_docids(str(path), 2).tolist() == ["Genesis\u2028 1", "Genesis 2"]

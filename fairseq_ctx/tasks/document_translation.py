@@ -121,9 +121,9 @@ class DocumentTranslationTask(TranslationTask):
 
     def __init__(self, cfg: DocumentTranslationConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
+        # appended to both, so dictionaries read from equal files stay equal
         self.sep = src_dict.add_symbol(cfg.context_separator)
-        if tgt_dict.add_symbol(cfg.context_separator) != self.sep and src_dict == tgt_dict:
-            raise ValueError("separator symbol got different indices in equal dictionaries")
+        tgt_dict.add_symbol(cfg.context_separator)
         # set by build_model; None until a model is known
         self.model_accepts_context: Optional[bool] = None
         self._history: List[torch.Tensor] = []
@@ -153,8 +153,12 @@ class DocumentTranslationTask(TranslationTask):
 
     @staticmethod
     def read_docids(path: str, num_lines: int) -> np.ndarray:
-        with open(path, encoding="utf-8") as f:
-            docids = f.read().splitlines()
+        # split on "\n" only, like the binarizer counts lines (str.splitlines
+        # would also split on \x0b, \u2028, ...)
+        with open(path, encoding="utf-8", newline="") as f:
+            docids = [line.rstrip("\r") for line in f.read().split("\n")]
+        if docids and docids[-1] == "":
+            docids.pop()
         if len(docids) != num_lines:
             raise ValueError(
                 f"document_translation: {path} has {len(docids)} lines but the split has "
