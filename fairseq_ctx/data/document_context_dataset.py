@@ -27,6 +27,11 @@ always has a key to attend to.  Context longer than ``max_context_tokens``
 loses its *oldest* tokens; a concatenated source is cut from the left in the
 same way so the current sentence itself always survives.
 
+Batching: ``--max-tokens`` counts source and target tokens as in
+``LanguagePairDataset`` (with ``concat``, the glued source); a separate
+context is not counted, so a context-aware model and the sentence-level
+baseline get the same batches.
+
 The same machinery serves explicit contexts (contrastive scoring, interactive
 translation): :meth:`DocumentContextDataset.from_explicit` takes per-sentence
 lists of context token tensors.
