@@ -142,17 +142,36 @@ def test_context_changes_output_and_none_is_empty_context():
     assert torch.allclose(none, empty)
 
 
-def test_joint_and_separate_shared_passes_agree(monkeypatch):
-    model = tiny()
-    src = rand_tokens(3, 0, 6, lengths=[7, 4, 6])
-    ctx = rand_tokens(3, 0, 7, lengths=[3, 6, 5])
-    monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 100.0)
-    joint = model.encoder(src, ctx_tokens=ctx, return_all_hiddens=True)
+@pytest.mark.parametrize("path", ["joint", "separate", "chunked"])
+def test_shared_pass_strategies_agree(monkeypatch, path):
+    """Joint source+context batch, separate passes and length-grouped context
+    chunks give the same outputs and gradients."""
+    src = rand_tokens(6, 0, 6, lengths=[7, 4, 6, 7, 5, 3])
+    ctx = rand_tokens(6, 0, 7, lengths=[3, 9, 1, 5, 2, 8], pad_to=11)  # 2 all-pad columns
+
+    def run():
+        model = tiny()
+        out = model.encoder(src, ctx_tokens=ctx, return_all_hiddens=True)
+        out["encoder_out"][0].pow(2).sum().backward()
+        return out, model.encoder.layers[0].fc1.weight.grad
+
     monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 0.0)
-    sep = model.encoder(src, ctx_tokens=ctx, return_all_hiddens=True)
-    for key in ("encoder_out", "ctx_out", "encoder_states"):
-        for x, y in zip(joint[key], sep[key]):
-            assert torch.allclose(x, y, atol=1e-5), key
+    monkeypatch.setattr(ctxenc_mod, "CONTEXT_MIN_FILL", 0.0)
+    reference, ref_grad = run()  # source and context in two plain passes
+    monkeypatch.setattr(ctxenc_mod, "MIN_CHUNK_ROWS", 1)
+    monkeypatch.setattr(ctxenc_mod, "CONTEXT_MIN_FILL", 1.01 if path == "chunked" else 0.0)
+    monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 100.0 if path == "joint" else 0.0)
+    if path == "chunked":
+        assert len(ctxenc_mod.TransformerCtxEncEncoder._context_chunks(ctx[:, 2:].eq(1))) == 4
+    out, grad = run()
+    mask = out["ctx_padding_mask"][0]
+    assert mask.shape == (6, 9)
+    real = (~mask).t().unsqueeze(-1)
+    assert torch.allclose(out["ctx_out"][0] * real, reference["ctx_out"][0] * real, atol=1e-5)
+    for x, y in zip(out["encoder_states"], reference["encoder_states"]):
+        assert torch.allclose(x, y, atol=1e-5)
+    assert torch.allclose(out["encoder_out"][0], reference["encoder_out"][0], atol=1e-5)
+    assert torch.allclose(grad, ref_grad, atol=1e-4)
 
 
 def test_padding_invariance():

@@ -54,6 +54,11 @@ from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 # batch source and context through the shared layers together when the
 # padded joint batch has at most this many times the real (padded) tokens
 JOINT_BATCH_MAX_WASTE = 1.25
+# split the context batch into length groups when real tokens fill less than
+# this share of it; at most this many groups, of at least this many rows
+CONTEXT_MIN_FILL = 0.8
+MAX_CONTEXT_CHUNKS = 4
+MIN_CHUNK_ROWS = 8
 
 
 def validate_ctxenc_args(args):
@@ -135,11 +140,18 @@ class TransformerCtxEncEncoder(TransformerEncoder):
             if bool(empty.any()):
                 ctx_tokens = ctx_tokens.clone()
                 ctx_tokens[empty, -1] = self.eos
+        # drop columns that are padding in every row (collated batches are
+        # padded to the longest context of the whole batch)
+        ctx_pad = ctx_tokens.eq(self.padding_idx)
+        real_cols = ~ctx_pad.all(dim=0)
+        if not bool(real_cols.all()):
+            ctx_tokens, ctx_pad = ctx_tokens[:, real_cols], ctx_pad[:, real_cols]
         ctx_len = ctx_tokens.size(1)
         longest = max(src_len, ctx_len)
         encoder_states: List[Tensor] = []
+        chunks = self._context_chunks(ctx_pad)
 
-        if 2 * longest <= JOINT_BATCH_MAX_WASTE * (src_len + ctx_len):
+        if chunks is None and 2 * longest <= JOINT_BATCH_MAX_WASTE * (src_len + ctx_len):
             # right-padding to a common length changes no real position:
             # positions count non-padding tokens and padding is masked
             tokens = torch.cat([self._pad_right(src_tokens, longest, self.padding_idx),
@@ -151,7 +163,8 @@ class TransformerCtxEncEncoder(TransformerEncoder):
             x = self._shared(x, mask, states)
             if states is not None:
                 encoder_states.extend(s[:src_len, :bsz] for s in states)
-            x_src, x_ctx = x[:src_len, :bsz], x[:ctx_len, bsz:]
+            x_src = x[:src_len, :bsz]
+            x_ctx = self._context_top(x[:ctx_len, bsz:], ctx_tokens)
             encoder_embedding = embed[:bsz, :src_len]
         else:
             x_src, encoder_embedding, _, _ = self._embed(src_tokens)
@@ -159,14 +172,19 @@ class TransformerCtxEncEncoder(TransformerEncoder):
                 encoder_states.append(x_src)
             x_src = self._shared(x_src, self._mask_or_none(src_tokens),
                                  encoder_states if return_all_hiddens else None)
-            x_ctx, _, ctx_mask_or_none, _ = self._embed(ctx_tokens)
-            x_ctx = self._shared(x_ctx, ctx_mask_or_none)
+            if chunks is None:
+                x_ctx = self._encode_context(ctx_tokens)
+            else:
+                # rows are independent, so each chunk of similar-length contexts
+                # runs at its own width; states go back to their (row, column)
+                x_ctx = x_src.new_zeros(ctx_len, bsz, x_src.size(-1))
+                for rows in chunks:
+                    cols = (~ctx_pad[rows].all(dim=0)).nonzero().squeeze(1)
+                    x_ctx[cols.unsqueeze(1), rows.unsqueeze(0)] = self._encode_context(
+                        ctx_tokens[rows][:, cols])
 
         src_mask = src_tokens.eq(self.padding_idx)
-        ctx_mask = ctx_tokens.eq(self.padding_idx)
-        x_ctx = self.ctx_layer(x_ctx, encoder_padding_mask=self._mask_or_none(ctx_tokens))
-        if self.ctx_layer_norm is not None:
-            x_ctx = self.ctx_layer_norm(x_ctx)
+        ctx_mask = ctx_pad
         x, gate = self.layers[-1](x_src, self._mask_or_none(src_tokens), ctx=x_ctx,
                                   ctx_padding_mask=self._mask_or_none(ctx_tokens))
         if return_all_hiddens:
@@ -186,6 +204,43 @@ class TransformerCtxEncEncoder(TransformerEncoder):
             "ctx_padding_mask": [ctx_mask],  # B x T_ctx
             "ctx_gate": [gate] if return_gate else [],  # T x B x C
         }
+
+    def _context_top(self, x: Tensor, tokens: Tensor) -> Tensor:
+        """The context encoder's own last layer (and final norm) on shared-layer states."""
+        x = self.ctx_layer(x, encoder_padding_mask=self._mask_or_none(tokens))
+        if self.ctx_layer_norm is not None:
+            x = self.ctx_layer_norm(x)
+        return x
+
+    def _encode_context(self, tokens: Tensor) -> Tensor:
+        """Context encoder: B x T_ctx tokens -> T_ctx x B x C."""
+        x, _, mask, _ = self._embed(tokens)
+        return self._context_top(self._shared(x, mask), tokens)
+
+    @staticmethod
+    def _context_chunks(ctx_pad: Tensor) -> Optional[List[Tensor]]:
+        """Row groups of similar context length, or None for one pass.
+
+        A batch is sorted by *source* length, so its contexts have all sorts
+        of lengths and padding would be most of the context tensor (58% on
+        the Bible corpus with --max-tokens 4096).  When real tokens fill less
+        than CONTEXT_MIN_FILL of it, rows are sorted by context length and cut
+        into the fewest equal-count groups (at most MAX_CONTEXT_CHUNKS) that
+        reach that fill."""
+        bsz, width = ctx_pad.shape
+        lengths = (~ctx_pad).sum(dim=1)
+        real = int(lengths.sum())
+        if bsz < 2 * MIN_CHUNK_ROWS or real >= CONTEXT_MIN_FILL * bsz * width:
+            return None
+        sorted_lengths, order = lengths.sort(descending=True)
+        best = None
+        for k in range(2, min(MAX_CONTEXT_CHUNKS, bsz // MIN_CHUNK_ROWS) + 1):
+            parts = torch.tensor_split(torch.arange(bsz, device=ctx_pad.device), k)
+            padded = sum(len(p) * int(sorted_lengths[p[0]]) for p in parts)
+            best = [order[p] for p in parts]
+            if real >= CONTEXT_MIN_FILL * padded:
+                break
+        return best
 
     def _mask_or_none(self, tokens: Tensor) -> Optional[Tensor]:
         mask = tokens.eq(self.padding_idx)
