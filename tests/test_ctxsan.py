@@ -107,6 +107,8 @@ def test_presets():
     assert iwslt.args.encoder_ffn_embed_dim == 1024 and iwslt.args.encoder_attention_heads == 4
     assert (tiny.args.ctxsan_context, tiny.args.ctxsan_side, tiny.args.ctxsan_contextualize) == \
         ("deep-global+deep", "encoder", "both")
+    spaced, _ = build("transformer_ctxsan_tiny", ["--ctxsan-context", "deep-global + deep"], meta=True)
+    assert spaced.args.ctxsan_context == "deep-global+deep"
 
 
 @pytest.mark.parametrize("flag,value", [

@@ -60,6 +60,7 @@ def _needs(context: str):
 
 def validate_ctxsan_args(args):
     """Raise ValueError naming the flag for values the model cannot build."""
+    args.ctxsan_context = args.ctxsan_context.replace(" ", "")  # accept "deep-global + deep"
     if args.ctxsan_context not in CONTEXT_TYPES:
         raise ValueError(f"--ctxsan-context must be one of {', '.join(CONTEXT_TYPES)}; got {args.ctxsan_context!r}")
     if args.ctxsan_side not in SIDES:
