@@ -38,9 +38,18 @@ TRAIN_FLAGS = [
     "--num-workers", "0", "--seed", "1", "--cpu", "--no-epoch-checkpoints",
     "--log-format", "simple", "--log-interval", "50",
 ]
-# Architectures that read document context need the document task.
-ARCH_FLAGS = {
-    "transformer_ctxenc": ["--task", "document_translation", "--context-size", "1"],
+# Named variants: (arch, flags for training and decoding, extra evaluation
+# rows as (label, extra decoding flags)). Any other name is an --arch with no
+# extra flags. Context-aware models read the previous verse of the chapter
+# through the document task; "shuffled context" decodes the same model with
+# every sentence's context taken from a random other sentence (Voita et al.'s
+# test that a model really uses its context).
+DOC_TASK = ["--task", "document_translation", "--context-size", "1"]
+VARIANTS = {
+    "transformer_ctxenc": ("transformer_ctxenc", DOC_TASK,
+                           [("transformer_ctxenc (shuffled context)", ["--shuffle-context"])]),
+    "transformer_ctxenc_random": ("transformer_ctxenc", DOC_TASK + ["--context-mode", "random"], []),
+    "concat": ("transformer", DOC_TASK + ["--concat-context"], []),
 }
 
 
@@ -66,7 +75,9 @@ def read_lines(path):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--archs", nargs="+", default=["transformer"], help="architectures to train (default: transformer)")
+    p.add_argument("--archs", nargs="+", default=["transformer"],
+                   help="architectures or named variants to train (default: transformer); variants: "
+                   + ", ".join(sorted(VARIANTS)))
     p.add_argument("--minutes", type=float, default=15.0, help="training budget per architecture (default 15)")
     p.add_argument("--data", default=os.path.join(REPO, "data", "bible"), help="Bible corpus directory")
     p.add_argument("--out", default=os.path.join(REPO, "runs", "quickstart"), help="checkpoints, logs, results")
@@ -84,9 +95,11 @@ def main():
     os.environ["OMP_NUM_THREADS"] = str(opts.threads)
 
     rows = []
-    for arch in opts.archs:
-        save = os.path.join(opts.out, arch)
-        extra = ARCH_FLAGS.get(arch, [])
+    import sacrebleu
+
+    for name in opts.archs:
+        arch, extra, extra_rows = VARIANTS.get(name, (name, [], []))
+        save = os.path.join(opts.out, name)
         start = time.time()
         run([sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
              *SMALL_MODEL, *TRAIN_FLAGS, *extra, "--save-dir", save,
@@ -95,35 +108,35 @@ def main():
         train_log = open(save + ".train.log", encoding="utf-8").read()
         params = int(re.search(r"num\. shared model params: ([\d,]+)", train_log).group(1).replace(",", ""))
         updates = re.findall(r"num_updates (\d+)", train_log)
-
-        gen_log = save + ".test.log"
-        run([sys.executable, "-m", "fairseq_cli.generate", bin_dir, "--user-dir", USER_DIR,
-             "--path", os.path.join(save, "checkpoint_best.pt"), "--gen-subset", "test", "--beam", str(opts.beam),
-             "--batch-size", "64", "--required-batch-size-multiple", "1", "--remove-bpe", "sentencepiece",
-             "--cpu", *extra], log_path=gen_log, echo=False)
-        hyps = {}
-        for line in read_lines(gen_log):
-            m = re.match(r"^D-(\d+)\t\S+\t(.*)$", line)
-            if m:
-                hyps[int(m.group(1))] = m.group(2)
-        if sorted(hyps) != list(range(len(refs))):
-            sys.exit(f"quickstart: {arch} produced {len(hyps)} translations for {len(refs)} test sentences; "
-                     f"see {gen_log}")
-        import sacrebleu
-
-        bleu = sacrebleu.corpus_bleu([hyps[i] for i in range(len(refs))], [refs])
-        with open(save + ".test.hyp", "w", encoding="utf-8") as f:
-            f.writelines(hyps[i] + "\n" for i in range(len(refs)))
-        rows.append({"arch": arch, "params": params, "train_minutes": round(train_minutes, 1),
-                     "updates": int(updates[-1]) if updates else 0, "bleu": round(bleu.score, 2),
-                     "signature": str(sacrebleu.BLEU().get_signature())})
-        print(f"{arch}: {bleu}", flush=True)
+        for label, gen_flags in [(name, [])] + extra_rows:
+            tag = re.sub(r"\W+", "_", label).strip("_")
+            gen_log = os.path.join(opts.out, tag + ".test.log")
+            run([sys.executable, "-m", "fairseq_cli.generate", bin_dir, "--user-dir", USER_DIR,
+                 "--path", os.path.join(save, "checkpoint_best.pt"), "--gen-subset", "test",
+                 "--beam", str(opts.beam), "--max-len-a", "1.5", "--max-len-b", "10", "--batch-size", "64",
+                 "--required-batch-size-multiple", "1",
+                 "--remove-bpe", "sentencepiece", "--cpu", *extra, *gen_flags], log_path=gen_log, echo=False)
+            hyps = {}
+            for line in read_lines(gen_log):
+                m = re.match(r"^D-(\d+)\t\S+\t(.*)$", line)
+                if m:
+                    hyps[int(m.group(1))] = m.group(2)
+            if sorted(hyps) != list(range(len(refs))):
+                sys.exit(f"quickstart: {label} produced {len(hyps)} translations for {len(refs)} test "
+                         f"sentences; see {gen_log}")
+            bleu = sacrebleu.corpus_bleu([hyps[i] for i in range(len(refs))], [refs])
+            with open(os.path.join(opts.out, tag + ".test.hyp"), "w", encoding="utf-8") as f:
+                f.writelines(hyps[i] + "\n" for i in range(len(refs)))
+            rows.append({"arch": label, "params": params, "train_minutes": round(train_minutes, 1),
+                         "updates": int(updates[-1]) if updates else 0, "bleu": round(bleu.score, 2),
+                         "signature": str(sacrebleu.BLEU().get_signature())})
+            print(f"{label}: {bleu}", flush=True)
 
     with open(os.path.join(opts.out, "results.json"), "w") as f:
         json.dump(rows, f, indent=2)
-    print(f"\n{'arch':<24}{'params':>10}{'train min':>11}{'updates':>9}{'BLEU':>7}")
+    print(f"\n{'arch':<40}{'params':>10}{'train min':>11}{'updates':>9}{'BLEU':>7}")
     for r in rows:
-        print(f"{r['arch']:<24}{r['params'] / 1e6:>9.2f}M{r['train_minutes']:>11.1f}{r['updates']:>9}{r['bleu']:>7.2f}")
+        print(f"{r['arch']:<40}{r['params'] / 1e6:>9.2f}M{r['train_minutes']:>11.1f}{r['updates']:>9}{r['bleu']:>7.2f}")
     print(f"detokenized sacreBLEU on the Bible test set ({len(refs)} verses), {rows[0]['signature']}")
 
 
