@@ -57,6 +57,7 @@ from fairseq.modules import LayerNorm
 from torch import Tensor
 
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
+from fairseq_ctx.models.presets import tiny_dims
 
 # batch source and context through the shared layers together when the
 # padded joint batch has at most this many times the real (padded) tokens
@@ -328,12 +329,5 @@ def transformer_ctxenc_iwslt_de_en(args):
 @register_model_architecture("transformer_ctxenc", "transformer_ctxenc_tiny")
 def transformer_ctxenc_tiny(args):
     """Tiny preset for tests: 2+2 layers, dim 16, ffn 32, 2 heads."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 16)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 32)
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 2)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 16)
-    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 32)
-    args.decoder_layers = getattr(args, "decoder_layers", 2)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 2)
+    tiny_dims(args)
     transformer_ctxenc(args)

@@ -48,6 +48,7 @@ from fairseq_ctx.modules.context_aware_attention import (
     context_parts,
 )
 from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLayer
+from fairseq_ctx.models.presets import tiny_dims
 
 SIDES = ("encoder", "decoder", "both")
 
@@ -329,12 +330,5 @@ def transformer_ctxsan_iwslt_de_en(args):
 @register_model_architecture("transformer_ctxsan", "transformer_ctxsan_tiny")
 def transformer_ctxsan_tiny(args):
     """Tiny preset for tests: 2+2 layers, dim 16, ffn 32, 2 heads."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 16)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 32)
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 2)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 16)
-    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 32)
-    args.decoder_layers = getattr(args, "decoder_layers", 2)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 2)
+    tiny_dims(args)
     transformer_ctxsan(args)

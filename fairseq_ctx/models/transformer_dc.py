@@ -46,6 +46,7 @@ from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.dual_contextual_layer import DualContextualDecoderLayer, DualContextualEncoderLayer
+from fairseq_ctx.models.presets import tiny_dims
 
 
 def parse_layer_spec(spec, num_layers: int, flag: str) -> List[int]:
@@ -298,12 +299,5 @@ def transformer_dc_full_iwslt(args):
 @register_model_architecture("transformer_dc", "transformer_dc_tiny")
 def transformer_dc_tiny(args):
     """Enc-DC, 2+2 layers, d=16, ffn 32, 2 heads (tests)."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 16)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 32)
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 2)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 16)
-    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", 32)
-    args.decoder_layers = getattr(args, "decoder_layers", 2)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 2)
+    tiny_dims(args)
     transformer_dc(args)
