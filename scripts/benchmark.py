@@ -7,9 +7,11 @@ binarized data and with the same model size:
 * training throughput: target tokens/s over ``--train-updates`` updates
   (forward, backward, Adam step) after ``--warmup-updates`` untimed ones;
 * beam-search decoding: sentences/s and generated tokens/s over the first
-  ``--decode-sentences`` sentences of ``--gen-subset``, with the output length
-  capped (``--max-len-a``/``--max-len-b``) so that an undertrained model's
-  run-on outputs do not dominate;
+  ``--decode-sentences`` sentences of ``--gen-subset``. By default every
+  hypothesis is exactly ``--decode-length`` tokens long (EOS is blocked until
+  then), so that models which stop at different lengths (untrained ones
+  above all) still compare like with like; ``--decode-length 0`` decodes
+  freely with the output length capped by ``--max-len-a``/``--max-len-b``;
 * peak memory (CUDA: max allocated; CPU: the process's peak RSS) and the
   number of parameters;
 
@@ -126,8 +128,11 @@ def measure(opts):
 
     # decoding
     model.eval()
-    gen_args = argparse.Namespace(beam=opts.beam, max_len_a=opts.max_len_a, max_len_b=opts.max_len_b,
-                                  min_len=1, lenpen=1.0, unkpen=0.0, nbest=1)
+    if opts.decode_length > 0:
+        lengths = dict(min_len=opts.decode_length, max_len_a=0, max_len_b=opts.decode_length)
+    else:
+        lengths = dict(min_len=1, max_len_a=opts.max_len_a, max_len_b=opts.max_len_b)
+    gen_args = argparse.Namespace(beam=opts.beam, lenpen=1.0, unkpen=0.0, nbest=1, **lengths)
     generator = task.build_generator([model], gen_args)
     sents, gen_tokens, dec_elapsed, first = 0, 0, 0.0, True
     with torch.no_grad():
@@ -162,7 +167,8 @@ def run_child(opts, label, arch, flags):
     cmd = [sys.executable, os.path.abspath(__file__), opts.data, "--child", "--arch", arch,
            "--flags", json.dumps(flags)]
     for name in ("size", "device", "precision", "max_tokens", "train_updates", "warmup_updates",
-                 "decode_sentences", "decode_batch_size", "beam", "max_len_a", "max_len_b", "gen_subset", "threads"):
+                 "decode_sentences", "decode_batch_size", "beam", "decode_length", "max_len_a", "max_len_b",
+                 "gen_subset", "threads"):
         cmd += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCHMARK_JSON ")]
@@ -188,6 +194,8 @@ def main():
     p.add_argument("--decode-sentences", type=int, default=200)
     p.add_argument("--decode-batch-size", type=int, default=32)
     p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--decode-length", type=int, default=30,
+                   help="force every hypothesis to this many tokens (0: free decoding, capped)")
     p.add_argument("--max-len-a", type=float, default=1.2)
     p.add_argument("--max-len-b", type=int, default=10)
     p.add_argument("--gen-subset", default="valid")

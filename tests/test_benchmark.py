@@ -4,6 +4,8 @@ import math
 import subprocess
 import sys
 
+import pytest
+
 from tests.utils import REPO, make_parallel_data, preprocess
 
 
@@ -24,6 +26,10 @@ def test_benchmark_reports_ratios(tmp_path):
         assert math.isfinite(results["wide-ffn"][key]) and results["wide-ffn"][key] > 0
     # A wider feed-forward layer has more parameters: the count is real, not copied.
     assert results["wide-ffn"]["params_ratio"] > 1.0
+    # Fixed-length decoding (default 30 tokens): every variant generates the
+    # same number of tokens per sentence, so speed ratios compare like with like.
+    for res in results.values():
+        assert res["decode_tok_s"] / res["decode_sent_s"] == pytest.approx(31, abs=1e-6)  # 30 + EOS
 
 
 def test_benchmark_rejects_missing_data(tmp_path):
