@@ -57,7 +57,9 @@ def run(cmd, log_path=None, echo=True):
     """Run a command, streaming its output (fairseq's progress) and keeping a log."""
     print("+ " + " ".join(cmd), flush=True)
     with open(log_path or os.devnull, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+        # Unbuffered, or fairseq's progress arrives in 8 KB chunks through the pipe.
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env)
         for line in proc.stdout:
             log.write(line)
             # fairseq's progress (train_inner/train/valid lines) and errors; the rest goes to the log.
