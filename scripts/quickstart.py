@@ -70,6 +70,18 @@ def run(cmd, log_path=None, echo=True):
             sys.exit(f"quickstart: command failed (exit {proc.returncode}); see {log_path}")
 
 
+def training_minutes(checkpoint, fallback):
+    """Cumulative training time kept in the checkpoint: a re-run resumes from
+    checkpoint_last.pt, sees its time budget spent and only decodes, so the
+    process's own wall time would say almost nothing."""
+    import torch
+
+    import fairseq_ctx  # noqa: F401  (allow-list for weights-only loading)
+
+    state = torch.load(checkpoint, map_location="cpu")
+    return state.get("extra_state", {}).get("previous_training_time", fallback) / 60
+
+
 def read_lines(path):
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]
@@ -106,7 +118,7 @@ def main():
         run([sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
              *SMALL_MODEL, *TRAIN_FLAGS, *extra, "--save-dir", save,
              "--stop-time-hours", str(opts.minutes / 60)], log_path=save + ".train.log")
-        train_minutes = (time.time() - start) / 60
+        train_minutes = training_minutes(os.path.join(save, "checkpoint_last.pt"), fallback=time.time() - start)
         train_log = open(save + ".train.log", encoding="utf-8").read()
         params = int(re.search(r"num\. shared model params: ([\d,]+)", train_log).group(1).replace(",", ""))
         updates = re.findall(r"num_updates (\d+)", train_log)
@@ -126,12 +138,13 @@ def main():
             if sorted(hyps) != list(range(len(refs))):
                 sys.exit(f"quickstart: {label} produced {len(hyps)} translations for {len(refs)} test "
                          f"sentences; see {gen_log}")
-            bleu = sacrebleu.corpus_bleu([hyps[i] for i in range(len(refs))], [refs])
+            metric = sacrebleu.BLEU()
+            bleu = metric.corpus_score([hyps[i] for i in range(len(refs))], [refs])
             with open(os.path.join(opts.out, tag + ".test.hyp"), "w", encoding="utf-8") as f:
                 f.writelines(hyps[i] + "\n" for i in range(len(refs)))
             rows.append({"arch": label, "params": params, "train_minutes": round(train_minutes, 1),
                          "updates": int(updates[-1]) if updates else 0, "bleu": round(bleu.score, 2),
-                         "signature": str(sacrebleu.BLEU().get_signature())})
+                         "signature": str(metric.get_signature())})
             print(f"{label}: {bleu}", flush=True)
 
     with open(os.path.join(opts.out, "results.json"), "w") as f:
