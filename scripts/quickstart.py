@@ -70,16 +70,15 @@ def run(cmd, log_path=None, echo=True):
             sys.exit(f"quickstart: command failed (exit {proc.returncode}); see {log_path}")
 
 
-def training_minutes(checkpoint, fallback):
-    """Cumulative training time kept in the checkpoint: a re-run resumes from
-    checkpoint_last.pt, sees its time budget spent and only decodes, so the
-    process's own wall time would say almost nothing."""
+def training_minutes(checkpoint, fallback_seconds):
+    """Cumulative training time (minutes) kept in a fairseq checkpoint, which
+    survives a resume, unlike this process's wall time."""
     import torch
 
     import fairseq_ctx  # noqa: F401  (allow-list for weights-only loading)
 
     state = torch.load(checkpoint, map_location="cpu")
-    return state.get("extra_state", {}).get("previous_training_time", fallback) / 60
+    return state.get("extra_state", {}).get("previous_training_time", fallback_seconds) / 60
 
 
 def read_lines(path):
@@ -115,10 +114,14 @@ def main():
         arch, extra, extra_rows = VARIANTS.get(name, (name, [], []))
         save = os.path.join(opts.out, name)
         start = time.time()
-        run([sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
-             *SMALL_MODEL, *TRAIN_FLAGS, *extra, "--save-dir", save,
-             "--stop-time-hours", str(opts.minutes / 60)], log_path=save + ".train.log")
-        train_minutes = training_minutes(os.path.join(save, "checkpoint_last.pt"), fallback=time.time() - start)
+        last = os.path.join(save, "checkpoint_last.pt")
+        if os.path.exists(last) and training_minutes(last, 0) >= opts.minutes:
+            print(f"{name}: {last} already has its {opts.minutes:g}-minute budget; decoding only", flush=True)
+        else:  # fresh, or resumes an interrupted run from checkpoint_last.pt
+            run([sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
+                 *SMALL_MODEL, *TRAIN_FLAGS, *extra, "--save-dir", save,
+                 "--stop-time-hours", str(opts.minutes / 60)], log_path=save + ".train.log")
+        train_minutes = training_minutes(last, fallback_seconds=time.time() - start)
         train_log = open(save + ".train.log", encoding="utf-8").read()
         params = int(re.search(r"num\. shared model params: ([\d,]+)", train_log).group(1).replace(",", ""))
         updates = re.findall(r"num_updates (\d+)", train_log)
