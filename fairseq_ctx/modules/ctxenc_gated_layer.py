@@ -30,6 +30,7 @@ from torch import Tensor
 
 from fairseq.modules import MultiheadAttention
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+from fairseq_ctx.modules.feed_forward import feed_forward_sublayer
 
 
 class CtxEncGatedEncoderLayer(TransformerEncoderLayerBase):
@@ -89,14 +90,5 @@ class CtxEncGatedEncoderLayer(TransformerEncoderLayerBase):
         if not self.normalize_before:
             x = self.self_attn_layer_norm(x)
 
-        residual = x
-        if self.normalize_before:
-            x = self.final_layer_norm(x)
-        x = self.activation_fn(self.fc1(x))
-        x = self.activation_dropout_module(x)
-        x = self.fc2(x)
-        x = self.dropout_module(x)
-        x = self.residual_connection(x, residual)
-        if not self.normalize_before:
-            x = self.final_layer_norm(x)
+        x = feed_forward_sublayer(self, x)
         return x, g

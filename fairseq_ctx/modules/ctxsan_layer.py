@@ -12,6 +12,7 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, Trans
 from torch import Tensor
 
 from .context_aware_attention import ContextAwareSelfAttention, ContextHistory
+from .feed_forward import feed_forward_sublayer
 
 
 class CtxSanEncoderLayer(TransformerEncoderLayerBase):
@@ -44,16 +45,7 @@ class CtxSanEncoderLayer(TransformerEncoderLayerBase):
         if not self.normalize_before:
             x = self.self_attn_layer_norm(x)
 
-        residual = x
-        if self.normalize_before:
-            x = self.final_layer_norm(x)
-        x = self.activation_fn(self.fc1(x))
-        x = self.activation_dropout_module(x)
-        x = self.fc2(x)
-        x = self.dropout_module(x)
-        x = self.residual_connection(x, residual)
-        if not self.normalize_before:
-            x = self.final_layer_norm(x)
+        x = feed_forward_sublayer(self, x)
         return x
 
 
@@ -126,16 +118,7 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
             if not self.normalize_before:
                 x = self.encoder_attn_layer_norm(x)
 
-        residual = x
-        if self.normalize_before:
-            x = self.final_layer_norm(x)
-        x = self.activation_fn(self.fc1(x))
-        x = self.activation_dropout_module(x)
-        x = self.fc2(x)
-        x = self.dropout_module(x)
-        x = self.residual_connection(x, residual)
-        if not self.normalize_before:
-            x = self.final_layer_norm(x)
+        x = feed_forward_sublayer(self, x)
         return x, attn, None
 
 
