@@ -9,37 +9,14 @@ import pytest
 import torch
 
 import fairseq_ctx  # noqa: F401  (registers the arch and the task)
-from fairseq import options
-from fairseq.data import Dictionary
-from fairseq.models import ARCH_MODEL_REGISTRY
-from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ctx.models import transformer_ctxenc as ctxenc_mod
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
-from tests.utils import generate, interactive, make_parallel_data, preprocess, train
+from tests.utils import build_model as build, generate, interactive, make_parallel_data, n_params, preprocess, toy_dictionary, train
 
 torch.set_num_threads(1)
 
 TASK = ["--task", "document_translation"]
-
-
-def _dictionary(n=40):
-    d = Dictionary()
-    for i in range(n):
-        d.add_symbol(f"w{i}")
-    return d
-
-
-def build(arch, extra=(), dictionary=None):
-    d = dictionary if dictionary is not None else _dictionary()
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, ["/nonexistent", "--arch", arch, *extra])
-    task = TranslationTask(args, d, d)
-    return ARCH_MODEL_REGISTRY[args.arch].build_model(args, task)
-
-
-def n_params(model):
-    return sum(p.numel() for p in model.parameters())
 
 
 def tiny(extra=()):
@@ -68,13 +45,13 @@ def rand_tokens(bsz, length, seed, pad_to=None, lengths=None):
 def test_parameter_growth_base():
     """Own context layer (3,152,384) + context attention (1,050,624) + gate
     (524,800) over transformer Base with the same dictionary."""
-    d = _dictionary(1000)
+    d = toy_dictionary(1000)
     base, ctx = build("transformer", dictionary=d), build("transformer_ctxenc", dictionary=d)
     assert n_params(ctx) - n_params(base) == 3_152_384 + 1_050_624 + 524_800
 
 
 def test_parameter_growth_presets():
-    d = _dictionary(200)
+    d = toy_dictionary(200)
     for plain, arch, dim, ffn in (("transformer_wmt_en_de_big", "transformer_ctxenc_big", 1024, 4096),
                                   ("transformer_iwslt_de_en", "transformer_ctxenc_iwslt_de_en", 512, 1024)):
         layer = 4 * dim * dim + 4 * dim + 2 * dim * ffn + ffn + dim + 4 * dim
@@ -83,7 +60,7 @@ def test_parameter_growth_presets():
 
 
 def test_pre_norm_adds_context_layer_norm():
-    d = _dictionary(50)
+    d = toy_dictionary(50)
     post = build("transformer_ctxenc_tiny", dictionary=d)
     pre = build("transformer_ctxenc_tiny", ["--encoder-normalize-before"], dictionary=d)
     assert n_params(pre) - n_params(post) == 2 * 16 + 2 * 16  # final encoder LN + context LN
@@ -273,7 +250,7 @@ def test_share_accumulator():
     gate[1, 1] = 0.25
     share = context_share(gate)  # B x T
     assert share.shape == (2, 4) and torch.allclose(share[1, 1], torch.tensor(0.75))
-    d = _dictionary(10)
+    d = toy_dictionary(10)
     a, b = d.index("w1"), d.index("w2")
     tokens = torch.tensor([[1, a, b, 2], [a, b, b, 2]])
     keep = tokens.ne(1) & tokens.ne(2)

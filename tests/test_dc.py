@@ -2,43 +2,20 @@
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 import torch
 
 import fairseq_ctx  # noqa: F401  (registers transformer_dc)
 from fairseq import options
-from fairseq.data import Dictionary
-from fairseq.models import ARCH_MODEL_REGISTRY
-from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ctx.analysis import dc_divergence
 from fairseq_ctx.analysis.dc_divergence import head_max_distribution, js_divergence
 from fairseq_ctx.models.transformer_dc import parse_layer_spec
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
-from tests.utils import REPO, generate, interactive, make_parallel_data, preprocess, train
+from tests.utils import REPO, build_model as build, generate, interactive, make_parallel_data, n_params, preprocess, toy_dictionary, train
 
 torch.set_num_threads(1)
-
-
-def _dictionary(n=40):
-    d = Dictionary()
-    for i in range(n):
-        d.add_symbol(f"w{i}")
-    return d
-
-
-def build(arch, extra=(), dictionary=None):
-    d = dictionary if dictionary is not None else _dictionary()
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, ["/nonexistent", "--arch", arch, *extra])
-    task = TranslationTask(args, d, d)
-    return ARCH_MODEL_REGISTRY[args.arch].build_model(args, task)
-
-
-def n_params(model):
-    return sum(p.numel() for p in model.parameters())
 
 
 # ---------------------------------------------------------------------------
@@ -123,7 +100,7 @@ def test_presets_and_layer_selection():
 def test_parameter_growth_matches_paper():
     """Table 1 text: +12.7M for Enc-DC or Dec-DC, about +25M for Full-DC
     (Transformer-Base, f = 2); within 5%."""
-    d = _dictionary(1000)
+    d = toy_dictionary(1000)
     base = n_params(build("transformer", dictionary=d))
     growth = {arch: (n_params(build(arch, dictionary=d)) - base) / 1e6
               for arch in ("transformer_dc", "transformer_dc_dec", "transformer_dc_full")}

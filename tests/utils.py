@@ -151,3 +151,31 @@ def validate(data_bin, checkpoint, subset="valid", extra=(), task_flags=(), user
     m = re.search(r"\| loss ([0-9.naif-]+)", proc.stdout + proc.stderr)
     assert m, f"no loss in fairseq-validate output:\n{proc.stdout}\n{proc.stderr}"
     return float(m.group(1)), proc
+
+
+def toy_dictionary(n=40):
+    """A fairseq Dictionary with symbols w0..w{n-1}, for in-process model builds."""
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for i in range(n):
+        d.add_symbol(f"w{i}")
+    return d
+
+
+def build_model(arch, extra=(), dictionary=None):
+    """Build ``arch`` in-process from command-line flags, as fairseq-train
+    would, with a toy dictionary shared by source and target."""
+    from fairseq import options
+    from fairseq.models import ARCH_MODEL_REGISTRY
+    from fairseq.tasks.translation import TranslationTask
+
+    import fairseq_ctx  # noqa: F401  (registers the architectures)
+
+    d = dictionary if dictionary is not None else toy_dictionary()
+    args = options.parse_args_and_arch(options.get_training_parser(), ["/nonexistent", "--arch", arch, *extra])
+    return ARCH_MODEL_REGISTRY[args.arch].build_model(args, TranslationTask(args, d, d))
+
+
+def n_params(model):
+    return sum(p.numel() for p in model.parameters())
