@@ -1,0 +1,226 @@
+"""Score systems against a reference as the papers did.
+
+Usage::
+
+    python3 -m fairseq_ctx.evaluation.score --ref test.de \\
+        --hyp transformer=gen.transformer.log ctxsan=gen.ctxsan.log \\
+        --baseline transformer [--tokenized-compound-split --lang de] \\
+        [--src test.bpe.en --length-buckets --plot buckets.png] [--json scores.json]
+
+``--hyp NAME=FILE``: a fairseq-generate log (its ``D-`` lines, sorted by
+sentence id; every id of the reference must be there) or a text file with
+one hypothesis a line (``NAME=`` may be left out: the file name is used).
+``--ref``: the detokenized reference, one sentence a line.
+
+Printed per system: detokenized sacreBLEU (its signature once, below the
+table); with ``--baseline``, the difference from the baseline and the
+two-sided p-value of paired bootstrap resampling (sacreBLEU's
+implementation, ``--bootstrap-samples`` resamples, ``--seed``); with
+``--tokenized-compound-split``, the same for tokenized BLEU with compound
+splitting (Moses tokenization with ``--lang``, ``##AT##`` splitting, BLEU
+on whitespace tokens: the Vaswani et al. 2017 En-De convention).  With
+``--length-buckets`` (needs ``--src``), BLEU by source length in whitespace
+tokens of ``--src`` (``--bucket-edges``, default 10,20,30,40,50); ``--plot``
+writes it as a PNG.  ``--json`` writes everything.  See
+:mod:`fairseq_ctx.evaluation.bleu` and :mod:`.length_buckets`.
+
+Unreadable or misaligned input stops with one line, e.g.
+``fairseq_ctx: error: gen.log: no D- line for sentence id(s) 17 (552 of 553 found); ...``.
+"""
+import argparse
+import json
+import logging
+import os
+from typing import Dict, List, Optional
+
+from fairseq_ctx.errors import install_excepthook
+
+from .bleu import (DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, EvaluationError, is_generate_log,
+                   compound_split_lines, detok_bleu, paired_bootstrap, read_generate_log, read_hypotheses,
+                   read_lines, tokenized_bleu)
+from .length_buckets import DEFAULT_EDGES, bleu_by_length, format_length_table, parse_edges, plot_length_buckets
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        prog="python3 -m fairseq_ctx.evaluation.score",
+        description="BLEU (detokenized sacreBLEU; optionally tokenized with compound splitting), paired bootstrap "
+                    "p-values against a baseline, and BLEU by source length.")
+    p.add_argument("--ref", required=True, help="detokenized reference, one sentence a line")
+    p.add_argument("--hyp", required=True, nargs="+", metavar="NAME=FILE",
+                   help="systems: fairseq-generate logs (D- lines) or text files, one hypothesis a line")
+    p.add_argument("--hyp-format", choices=("auto", "genlog", "text"), default="auto",
+                   help="how to read --hyp files (default: a generate log if it has D-<id> lines)")
+    p.add_argument("--baseline", metavar="NAME", help="compare every other system with this one")
+    p.add_argument("--bootstrap-samples", type=int, default=DEFAULT_BOOTSTRAP_SAMPLES,
+                   help=f"paired bootstrap resamples (default {DEFAULT_BOOTSTRAP_SAMPLES})")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
+    p.add_argument("--tokenize", default=None,
+                   help="sacreBLEU tokenizer for the detokenized BLEU (default: sacreBLEU's, 13a)")
+    p.add_argument("--tokenized-compound-split", action="store_true",
+                   help="also tokenized BLEU with compound splitting (Vaswani et al. 2017 En-De)")
+    p.add_argument("--lang", help="target language: Moses tokenization for --tokenized-compound-split, "
+                                  "and sacreBLEU's trg_lang")
+    p.add_argument("--input-tokenized", action="store_true",
+                   help="hypotheses and reference are already Moses-tokenized: no tokenization before "
+                        "compound splitting (the BLEU column is then not detokenized BLEU)")
+    p.add_argument("--src", help="source sentences (text, or a generate log's S- lines) for --length-buckets")
+    p.add_argument("--length-buckets", action="store_true", help="BLEU by source-length bucket")
+    p.add_argument("--bucket-edges", default=",".join(map(str, DEFAULT_EDGES)),
+                   help="right-closed bucket edges in source tokens (default 10,20,30,40,50: "
+                        "<=10, 11-20, ..., 41-50, >50)")
+    p.add_argument("--bucket-metric", choices=("bleu", "tok"), default="bleu",
+                   help="score per bucket: detokenized BLEU (default) or the compound-split tokenized BLEU")
+    p.add_argument("--plot", metavar="PNG", help="plot the length buckets (implies --length-buckets)")
+    p.add_argument("--json", metavar="FILE", help="write all results as JSON")
+    return p.parse_args(argv)
+
+
+def parse_systems(specs: List[str]) -> Dict[str, str]:
+    systems: Dict[str, str] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            name, path = os.path.splitext(os.path.basename(spec))[0], spec
+        if not name or not path:
+            raise EvaluationError(f"--hyp {spec!r}: expected NAME=FILE")
+        if name in systems:
+            raise EvaluationError(f"--hyp: system name {name!r} given twice")
+        systems[name] = path
+    return systems
+
+
+def _p(v: Optional[float]) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4f}" + ("*" if v < 0.05 else " ")
+
+
+def format_table(rows: List[dict], baseline: Optional[str], tok: bool) -> str:
+    width = max([8] + [len(r["name"]) + 2 for r in rows])
+    cols = [("BLEU", "bleu", "delta", "p_value")]
+    if tok:
+        cols.append(("tok BLEU", "tok_bleu", "tok_delta", "tok_p_value"))
+    head = f"{'system':<{width}}"
+    for title, _, _, _ in cols:
+        head += f"{title:>10}" + (f"{'diff':>8}{'p-value':>10}" if baseline else "")
+    lines = [head]
+    for r in rows:
+        line = f"{r['name']:<{width}}"
+        for _, score, delta, p in cols:
+            line += f"{r[score]:>10.2f}"
+            if baseline:
+                d = r.get(delta)
+                line += f"{'-' if d is None else f'{d:+.2f}':>8}{_p(r.get(p)):>10}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    install_excepthook()
+    for name in ("sacrebleu", "matplotlib", "PIL"):  # their INFO/DEBUG chatter, whatever the root level
+        logging.getLogger(name).setLevel(logging.WARNING)
+    args = parse_args(argv)
+    systems = parse_systems(args.hyp)
+    if args.baseline is not None and args.baseline not in systems:
+        raise EvaluationError(f"--baseline {args.baseline!r} is not one of the --hyp names ({', '.join(systems)})")
+    if args.tokenized_compound_split and not args.lang and not args.input_tokenized:
+        raise EvaluationError("--tokenized-compound-split needs --lang (the target language, for Moses "
+                              "tokenization) or --input-tokenized")
+    if args.bucket_metric == "tok" and not args.tokenized_compound_split:
+        raise EvaluationError("--bucket-metric tok needs --tokenized-compound-split")
+    buckets = args.length_buckets or args.plot is not None
+    if buckets and not args.src:
+        raise EvaluationError("--length-buckets needs --src (the source sentences)")
+    edges = parse_edges(args.bucket_edges) if buckets else None
+    if args.seed is not None and args.seed <= 0:
+        raise EvaluationError(f"--seed must be a positive integer (sacreBLEU treats 0 as unseeded), not {args.seed}")
+
+    refs = read_lines(args.ref)
+    if not refs:
+        raise EvaluationError(f"{args.ref}: empty reference")
+    n = len(refs)
+    hyps = {name: read_hypotheses(path, n, args.hyp_format) for name, path in systems.items()}
+    srcs = None
+    if buckets:
+        src_lines = read_lines(args.src)
+        if is_generate_log(src_lines):
+            srcs = read_generate_log(args.src, n, "S", lines=src_lines)
+        elif len(src_lines) != n:
+            raise EvaluationError(f"{args.src}: {len(src_lines)} lines, but the reference has {n}")
+        else:
+            srcs = src_lines
+    trg_lang = args.lang or ""
+
+    rows = []
+    signature = None
+    for name, h in hyps.items():
+        score, signature = detok_bleu(h, refs, tokenize=args.tokenize, trg_lang=trg_lang)
+        rows.append({"name": name, "path": systems[name], "bleu": score})
+
+    tok_signature, split = None, None
+    if args.tokenized_compound_split:
+        lang = None if args.input_tokenized else args.lang
+        split_refs = compound_split_lines(refs, lang)
+        split = {name: compound_split_lines(h, lang) for name, h in hyps.items()}
+        for row in rows:
+            row["tok_bleu"], tok_signature = tokenized_bleu(split[row["name"]], split_refs)
+        tok_signature += f"|pre:{'moses-' + lang if lang else 'pretokenized'}+compound-split"
+
+    bootstrap = None
+    if args.baseline is not None:
+        others = {name: h for name, h in hyps.items() if name != args.baseline}
+        res, bs_sig = paired_bootstrap(hyps[args.baseline], others, refs, n_samples=args.bootstrap_samples,
+                                       seed=args.seed, tokenize=args.tokenize, trg_lang=trg_lang)
+        bootstrap = {"test": "paired bootstrap resampling (sacreBLEU), two-sided", "samples": args.bootstrap_samples,
+                     "seed": args.seed, "signature": bs_sig}
+        if split is not None:
+            tres, tbs_sig = paired_bootstrap(split[args.baseline], {k: split[k] for k in others}, split_refs,
+                                             n_samples=args.bootstrap_samples, seed=args.seed,
+                                             tokenize="none", smooth_method="none")
+            bootstrap["signature_tok"] = tbs_sig
+        for row in rows:
+            r = res.get(row["name"])
+            if r is not None:
+                row.update(delta=r.delta, p_value=r.p_value, bootstrap_mean=r.mean, bootstrap_ci95=r.ci)
+            if split is not None and row["name"] in tres:
+                t = tres[row["name"]]
+                row.update(tok_delta=t.delta, tok_p_value=t.p_value)
+
+    length = None
+    if buckets:
+        if args.bucket_metric == "tok":
+            length = bleu_by_length(srcs, split, split_refs, edges, score_fn=lambda h, r: tokenized_bleu(h, r)[0])
+        else:
+            length = bleu_by_length(srcs, hyps, refs, edges,
+                                    score_fn=lambda h, r: detok_bleu(h, r, args.tokenize, trg_lang)[0])
+        length["metric"] = "tokenized compound-split BLEU" if args.bucket_metric == "tok" else "detokenized sacreBLEU"
+        length["src"] = args.src
+
+    print(f"{len(rows)} system(s), {n} sentences, reference {args.ref}")
+    print(format_table(rows, args.baseline, args.tokenized_compound_split))
+    print(f"BLEU: detokenized sacreBLEU, {signature}"
+          + (" (on pre-tokenized text: not comparable with detokenized scores)" if args.input_tokenized else ""))
+    if tok_signature:
+        print(f"tok BLEU: tokenized BLEU with compound splitting (multi-bleu.perl equivalent), {tok_signature}")
+    if bootstrap:
+        print(f"p-value: paired bootstrap resampling against {args.baseline} (sacreBLEU, {args.bootstrap_samples} "
+              f"resamples, seed {args.seed}), two-sided; * p < 0.05")
+    if length:
+        print(f"\n{length['metric']} by source length ({length['unit']} of {args.src}):")
+        print(format_length_table(length, args.baseline))
+    if args.plot:
+        plot_length_buckets(length, args.plot, baseline=args.baseline,
+                            title=f"{length['metric']} by source length")
+        print(f"plot: {args.plot}")
+    result = {"ref": args.ref, "sentences": n, "baseline": args.baseline,
+              "bleu_signature": signature, "tok_bleu_signature": tok_signature,
+              "bootstrap": bootstrap, "systems": rows, "length_buckets": length}
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()
