@@ -10,7 +10,8 @@ dtype, and the half-precision outputs agree with float32 ones.
 import pytest
 import torch
 
-from tests.utils import build_model
+import fairseq_ctx  # noqa: F401  (allow-lists fairseq's checkpoint classes for torch.load)
+from tests.utils import REPO, build_model, make_parallel_data, preprocess, run_cli, train
 
 VARIANTS = {
     "ctxsan_both": ("transformer_ctxsan_tiny", ["--ctxsan-side", "both"]),
@@ -88,3 +89,39 @@ def test_half_precision_forward_backward_and_incremental(variant, dtype_name):
     step_out = torch.cat(steps, dim=1)
     assert torch.isfinite(step_out).all()
     assert (step_out - full).abs().max().item() < tol * full.abs().max().item()
+
+
+def _load_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("precision_check", REPO / "scripts" / "precision_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_precision_check_script_runs_and_catches_nonfinite_modules(tmp_path):
+    """The GPU mixed-precision check (scripts/precision_check.py) on its CPU
+    fp32 path: it trains, passes a healthy model, and names the first module
+    whose output turns non-finite in a poisoned copy."""
+    import argparse
+    import json
+
+    data = preprocess(make_parallel_data(tmp_path / "raw", num_train=40, num_valid=8, num_test=4), tmp_path / "bin")
+    out = tmp_path / "p.json"
+    run_cli("scripts.precision_check", [
+        data, "--device", "cpu", "--precision", "fp32", "--updates", "2", "--size", "preset",
+        "--variants", "gret", "--max-tokens", "500", "--check-batches", "2", "--json", out,
+        "--extra", "--arch", "transformer_gret_tiny"])
+    row = json.loads(out.read_text())["results"][0]
+    assert row["ok"] and row["variant"] == "gret" and row["batches_checked"] >= 1
+
+    script = _load_script()
+    train(data, tmp_path / "ck", arch="transformer_gret_tiny", model_flags=[], max_update=1)
+    ckpt = torch.load(tmp_path / "ck" / "checkpoint_last.pt")
+    key = next(k for k in ckpt["model"] if "gate" in k and k.endswith("weight"))
+    ckpt["model"][key].fill_(float("inf"))
+    torch.save(ckpt, tmp_path / "poisoned.pt")
+    opts = argparse.Namespace(data=str(data), device="cpu", max_tokens=500, check_batches=1)
+    bad, checked = script.check_modules(opts, str(tmp_path / "poisoned.pt"), "fp32", task_flags=False)
+    assert checked == 1 and bad is not None and key.rsplit(".", 1)[0].startswith(bad), (bad, key)
