@@ -17,7 +17,9 @@ binarized data and with the same model size:
 
 each as a ratio against plain ``transformer`` measured in the same run. Every
 variant runs in a fresh subprocess (so peak memory is its own), variants
-alternate over ``--repeats`` rounds and the median is reported.
+alternate over ``--repeats`` rounds; values are medians over rounds, and
+ratios are medians of the per-round ratios (each variant against the baseline
+of its own round).
 
 Examples::
 
@@ -228,10 +230,13 @@ def main():
             runs[label].append(run_child(opts, label, arch, flags))
 
     results = {label: {k: statistics.median(r[k] for r in rs) for k, _ in METRICS} for label, rs in runs.items()}
-    base = results["transformer"]
+    # Ratios pair each variant with the baseline of the same round, then take
+    # the median: a machine that speeds up or slows down between rounds
+    # (thermal state, other load) moves both sides of a pair alike.
+    base_runs = runs["transformer"]
     for label, res in results.items():
         for key, _ in METRICS:
-            res[key + "_ratio"] = res[key] / base[key]
+            res[key + "_ratio"] = statistics.median(r[key] / b[key] for r, b in zip(runs[label], base_runs))
 
     header = f"{'variant':<28}" + "".join(f"{name:>22}" for _, name in METRICS)
     print(f"\nsize={opts.size} device={opts.device} precision={opts.precision} "
