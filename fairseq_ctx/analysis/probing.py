@@ -82,6 +82,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from fairseq_ctx.contrastive import build_encoders  # tokenizer + BPE, as fairseq-interactive
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 logger = logging.getLogger("fairseq_ctx.analysis.probing")
@@ -442,23 +443,6 @@ def parse_with_encoders(parser, argv):
     return parser.parse_args(argv)
 
 
-def build_text_encoder(args) -> Callable[[str], str]:
-    """Raw sentence -> model input text (tokenizer, then BPE), as fairseq-interactive."""
-    from fairseq.data import encoders
-
-    tokenizer = encoders.build_tokenizer(args) if args.tokenizer else None
-    bpe = encoders.build_bpe(args) if args.bpe else None
-
-    def encode(text: str) -> str:
-        if tokenizer is not None:
-            text = tokenizer.encode(text)
-        if bpe is not None:
-            text = bpe.encode(text)
-        return text
-
-    return encode
-
-
 def checkpoint_paths(path_args: Sequence[str]) -> List[str]:
     from fairseq import utils
 
@@ -615,7 +599,7 @@ def main(argv=None):
         classes, labels = label_index(d, path)
         data[task_name] = (path, d, classes, labels)
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
-    encode = build_text_encoder(args)
+    encode = build_encoders(args)
     checkpoints = []
     for ckpt in paths:
         model, task, arch = load_checkpoint(ckpt, args.data, device)
