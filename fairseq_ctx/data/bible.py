@@ -494,6 +494,24 @@ class Markers:
     def clear(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def run(self, steps, settings: dict, dest: Path, log) -> None:
+        """Run ``steps`` = [(name, output dir under dest, settings, action)]
+        in order, skipping a step whose marker matches its settings (those of
+        the steps before it included) and whose output exists. Once a step
+        runs, every later one runs too, and their markers are removed first."""
+        upstream_changed = False
+        for index, (name, output, step_settings, action) in enumerate(steps):
+            settings = {**settings, **step_settings}
+            if not upstream_changed and self.done(name, settings) and (dest / output).is_dir():
+                log(f"{name}: already done, skipping")
+                continue
+            log(f"{name}: running")
+            for later in steps[index:]:
+                self.unmark(later[0])
+            action()
+            self.mark(name, settings)
+            upstream_changed = True
+
 
 def log(msg: str) -> None:
     print(f"[prepare-bible] {msg}", flush=True)
@@ -767,19 +785,7 @@ def run_pipeline(args: argparse.Namespace) -> dict:
          lambda: step_spm(dest, args)),
         ("binarize", "bin", {}, lambda: step_binarize(dest, args)),
     ]
-    upstream_changed = False
-    for index, (name, output, step_settings, action) in enumerate(steps):
-        settings = {**settings, **step_settings}
-        if (not upstream_changed and markers.done(name, settings)
-                and (dest / output).is_dir()):
-            log(f"{name}: already done, skipping")
-            continue
-        log(f"{name}: running")
-        for later in steps[index:]:
-            markers.unmark(later[0])
-        action()
-        markers.mark(name, settings)
-        upstream_changed = True
+    markers.run(steps, settings, dest, log)
     verify_counts(dest, dest / "bin")
     stats = collect_stats(dest, args, time.time() - start)
     (dest / "stats.json").write_text(json.dumps(stats, indent=2) + "\n",

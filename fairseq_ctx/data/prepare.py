@@ -1185,18 +1185,7 @@ def run_pipeline(args: argparse.Namespace) -> dict:
         ("binarize", "bin", {"joined_dictionary": spec.joined_dictionary},
          lambda: step_binarize(dest, spec, args.workers)),
     ]
-    upstream_changed = False
-    for index, (name, output, step_settings, action) in enumerate(steps):
-        settings = {**settings, **step_settings}
-        if not upstream_changed and markers.done(name, settings) and (dest / output).is_dir():
-            log(f"{name}: already done, skipping")
-            continue
-        log(f"{name}: running")
-        for later in steps[index:]:
-            markers.unmark(later[0])
-        action()
-        markers.mark(name, settings)
-        upstream_changed = True
+    markers.run(steps, settings, dest, log)
     stats["final"] = verify_counts(dest, spec)
     stats["languages"] = [spec.src, spec.tgt]
     tmp = stats_path.with_name("stats.json.tmp")
