@@ -33,6 +33,7 @@ import zipfile
 import numpy as np
 import torch
 
+from . import checkpoint_checks
 from .errors import CheckpointLoadError, install_excepthook
 
 
@@ -82,7 +83,7 @@ def _explain_load_errors(load_checkpoint_to_cpu):
     @functools.wraps(load_checkpoint_to_cpu)
     def wrapper(path, *args, **kwargs):
         try:
-            return load_checkpoint_to_cpu(path, *args, **kwargs)
+            state = load_checkpoint_to_cpu(path, *args, **kwargs)
         except pickle.UnpicklingError as e:
             lines = [line.strip() for line in str(e).splitlines() if line.strip()]
             refused = [line for line in lines if "GLOBAL" in line or "Can only build" in line]
@@ -104,6 +105,8 @@ def _explain_load_errors(load_checkpoint_to_cpu):
                 f"cannot read checkpoint {path}: the file is truncated or not a torch checkpoint "
                 f"({msg.splitlines()[0] if msg else type(e).__name__})"
             ) from None
+        checkpoint_checks.remember_source(state, path)  # for a clear error if it does not fit the model
+        return state
 
     wrapper._fairseq_ctx_wrapped = True
     return wrapper
@@ -120,4 +123,5 @@ def install():
     # fairseq looks the function up on the module at call time (trainer,
     # load_model_ensemble_and_task), so replacing the attribute covers every CLI.
     checkpoint_utils.load_checkpoint_to_cpu = _explain_load_errors(checkpoint_utils.load_checkpoint_to_cpu)
+    checkpoint_checks.install()  # a checkpoint that does not fit the model: one line, not torch's error
     install_excepthook()

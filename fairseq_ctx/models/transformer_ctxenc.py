@@ -56,8 +56,9 @@ from fairseq.models.transformer.transformer_legacy import (
 from fairseq.modules import LayerNorm
 from torch import Tensor
 
+from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
-from fairseq_ctx.models.presets import tiny_dims
+from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
 
 # batch source and context through the shared layers together when the
 # padded joint batch has at most this many times the real (padded) tokens
@@ -70,14 +71,16 @@ MIN_CHUNK_ROWS = 8
 
 
 def validate_ctxenc_args(args):
-    """Raise ValueError naming the flag for values the model cannot build."""
+    """Raise :class:`~fairseq_ctx.errors.ConfigError` (a ValueError) naming the
+    flag for values the model cannot build."""
     if args.encoder_layers < 1:
-        raise ValueError(f"--encoder-layers must be at least 1 for transformer_ctxenc, got {args.encoder_layers}")
+        raise ConfigError(f"--encoder-layers must be at least 1 for transformer_ctxenc, got {args.encoder_layers}")
     if getattr(args, "encoder_layerdrop", 0) > 0:
-        raise ValueError("--encoder-layerdrop is not supported by transformer_ctxenc "
-                         "(source and context must run through the same shared layers)")
+        raise ConfigError("--encoder-layerdrop is not supported by transformer_ctxenc "
+                          "(source and context must run through the same shared layers)")
     if getattr(args, "encoder_layers_to_keep", None):
-        raise ValueError("--encoder-layers-to-keep is not supported by transformer_ctxenc")
+        raise ConfigError("--encoder-layers-to-keep is not supported by transformer_ctxenc")
+    check_attention_dims(args)
 
 
 class TransformerCtxEncEncoder(TransformerEncoder):

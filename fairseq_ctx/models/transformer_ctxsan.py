@@ -41,6 +41,7 @@ from fairseq.models.transformer.transformer_legacy import (
 )
 from torch import Tensor
 
+from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.context_aware_attention import (
     CONTEXT_TYPES,
     CONTEXTUALIZE,
@@ -48,7 +49,7 @@ from fairseq_ctx.modules.context_aware_attention import (
     context_parts,
 )
 from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLayer
-from fairseq_ctx.models.presets import tiny_dims
+from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
 
 SIDES = ("encoder", "decoder", "both")
 
@@ -60,33 +61,35 @@ def _needs(context: str):
 
 
 def validate_ctxsan_args(args):
-    """Raise ValueError naming the flag for values the model cannot build."""
+    """Raise :class:`~fairseq_ctx.errors.ConfigError` (a ValueError) naming the
+    flag for values the model cannot build."""
     args.ctxsan_context = args.ctxsan_context.replace(" ", "")  # accept "deep-global + deep"
     if args.ctxsan_context not in CONTEXT_TYPES:
-        raise ValueError(f"--ctxsan-context must be one of {', '.join(CONTEXT_TYPES)}; got {args.ctxsan_context!r}")
+        raise ConfigError(f"--ctxsan-context must be one of {', '.join(CONTEXT_TYPES)}; got {args.ctxsan_context!r}")
     if args.ctxsan_side not in SIDES:
-        raise ValueError(f"--ctxsan-side must be one of {', '.join(SIDES)}; got {args.ctxsan_side!r}")
+        raise ConfigError(f"--ctxsan-side must be one of {', '.join(SIDES)}; got {args.ctxsan_side!r}")
     if args.ctxsan_contextualize not in CONTEXTUALIZE:
-        raise ValueError(
+        raise ConfigError(
             f"--ctxsan-contextualize must be one of {', '.join(CONTEXTUALIZE)}; got {args.ctxsan_contextualize!r}"
         )
+    check_attention_dims(args)
     sides = ["encoder", "decoder"] if args.ctxsan_side == "both" else [args.ctxsan_side]
     for side in sides:
         # the context of layer l is sized by l, so the stack must run every layer in order
         if getattr(args, f"{side}_layerdrop", 0) > 0:
-            raise ValueError(f"--{side}-layerdrop is not supported on the context-aware side ({side})")
+            raise ConfigError(f"--{side}-layerdrop is not supported on the context-aware side ({side})")
         if getattr(args, f"{side}_layers_to_keep", None):
-            raise ValueError(f"--{side}-layers-to-keep is not supported on the context-aware side ({side})")
+            raise ConfigError(f"--{side}-layers-to-keep is not supported on the context-aware side ({side})")
         if getattr(args, f"{side}_layers", 1) < 1:
-            raise ValueError(f"--{side}-layers must be at least 1")
+            raise ConfigError(f"--{side}-layers must be at least 1")
     if getattr(args, "checkpoint_activations", False) or getattr(args, "offload_activations", False):
-        raise ValueError("--checkpoint-activations is not supported by transformer_ctxsan")
+        raise ConfigError("--checkpoint-activations is not supported by transformer_ctxsan")
     if args.ctxsan_side != "encoder":
         for flag in ("cross_self_attention", "scale_attn", "scale_heads", "scale_fc", "scale_resids"):
             if getattr(args, flag, False):
-                raise ValueError(f"--{flag.replace('_', '-')} is not supported with a context-aware decoder")
+                raise ConfigError(f"--{flag.replace('_', '-')} is not supported with a context-aware decoder")
         if getattr(args, "base_layers", 0):
-            raise ValueError("--base-layers is not supported with a context-aware decoder")
+            raise ConfigError("--base-layers is not supported with a context-aware decoder")
 
 
 class CtxSanEncoder(TransformerEncoderBase):

@@ -44,14 +44,16 @@ from fairseq.models.transformer.transformer_legacy import (
 )
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 
+from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.dual_contextual_layer import DualContextualDecoderLayer, DualContextualEncoderLayer
-from fairseq_ctx.models.presets import tiny_dims
+from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
 
 
 def parse_layer_spec(spec, num_layers: int, flag: str) -> List[int]:
     """Parse ``all`` / ``none`` / ``1,3,5-6`` (1-based) into sorted 0-based
-    layer indices; raise ValueError naming ``flag`` on bad input."""
+    layer indices; raise :class:`~fairseq_ctx.errors.ConfigError` (a ValueError)
+    naming ``flag`` on bad input."""
     if spec is None:
         return []
     if isinstance(spec, (list, tuple)):
@@ -71,13 +73,13 @@ def parse_layer_spec(spec, num_layers: int, flag: str) -> List[int]:
             else:
                 lo = hi = int(part)
         except ValueError:
-            raise ValueError(
+            raise ConfigError(
                 f"{flag}: cannot parse {part!r} in {spec!r}; expected 'all', 'none' or 1-based layers like '1,2' or '1-4'"
             ) from None
         if lo > hi:
-            raise ValueError(f"{flag}: empty range {part!r}")
+            raise ConfigError(f"{flag}: empty range {part!r}")
         if lo < 1 or hi > num_layers:
-            raise ValueError(
+            raise ConfigError(
                 f"{flag}: layer {lo if lo < 1 else hi} is outside the stack of {num_layers} layers (layers are 1-based)"
             )
         chosen.update(range(lo - 1, hi))
@@ -196,13 +198,17 @@ class TransformerDCModel(TransformerModel):
     def build_model(cls, args, task):
         transformer_dc(args)
         if int(args.dc_kernel_size) < 1:
-            raise ValueError(f"--dc-kernel-size must be a positive integer, got {args.dc_kernel_size}")
+            raise ConfigError(f"--dc-kernel-size must be a positive integer, got {args.dc_kernel_size}")
         enc_layers = getattr(args, "encoder_layers", 6)
         dec_layers = getattr(args, "decoder_layers", 6)
         parse_layer_spec(args.dc_encoder_layers, enc_layers, "--dc-encoder-layers")
-        parse_layer_spec(args.dc_decoder_layers, dec_layers, "--dc-decoder-layers")
+        dec_dc = parse_layer_spec(args.dc_decoder_layers, dec_layers, "--dc-decoder-layers")
         if getattr(args, "encoder_layers_to_keep", None) or getattr(args, "decoder_layers_to_keep", None):
-            raise ValueError("--encoder-layers-to-keep / --decoder-layers-to-keep are not supported by transformer_dc")
+            raise ConfigError("--encoder-layers-to-keep / --decoder-layers-to-keep are not supported by transformer_dc")
+        if dec_dc and getattr(args, "cross_self_attention", False):
+            raise ConfigError("--cross-self-attention cannot be combined with DC decoder layers "
+                              f"(--dc-decoder-layers {args.dc_decoder_layers})")
+        check_attention_dims(args)
         return super().build_model(args, task)
 
     @classmethod

@@ -70,7 +70,8 @@ from fairseq.models.transformer import (
     transformer_wmt_en_de_big,
 )
 
-from fairseq_ctx.models.presets import tiny_dims
+from fairseq_ctx.errors import CheckpointMismatchError, ConfigError, MissingFileError
+from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
 from fairseq_ctx.modules.capsule_routing import ROUTING_SOFTMAX_CHOICES
 from fairseq_ctx.modules.context_gate import ContextGate
 from fairseq_ctx.modules.gret_global import GlobalRepresentation
@@ -190,18 +191,21 @@ class TransformerGretModel(TransformerModel):
 def validate_gret_args(args):
     """Clear errors for out-of-range GRET flags, at model build time."""
     if args.gret_capsules is None or int(args.gret_capsules) < 1:
-        raise ValueError(f"--gret-capsules must be >= 1, got {args.gret_capsules}")
+        raise ConfigError(f"--gret-capsules must be >= 1, got {args.gret_capsules}")
     if args.gret_routing_iters is None or int(args.gret_routing_iters) < 1:
-        raise ValueError(f"--gret-routing-iters must be >= 1, got {args.gret_routing_iters}")
+        raise ConfigError(f"--gret-routing-iters must be >= 1, got {args.gret_routing_iters}")
+    if getattr(args, "encoder_layers", 1) < 1:
+        raise ConfigError(f"--encoder-layers must be at least 1 for transformer_gret, got {args.encoder_layers}")
     if args.gret_routing_softmax not in ROUTING_SOFTMAX_CHOICES:
-        raise ValueError(
+        raise ConfigError(
             f"--gret-routing-softmax must be one of {ROUTING_SOFTMAX_CHOICES}, got {args.gret_routing_softmax!r}"
         )
     if getattr(args, "encoder_layerdrop", 0) and args.encoder_layerdrop > 0:
-        raise ValueError(
+        raise ConfigError(
             "--encoder-layerdrop is not supported by transformer_gret: Eq. 10 aggregates the output "
             f"of every encoder layer (got --encoder-layerdrop {args.encoder_layerdrop})"
         )
+    check_attention_dims(args)
 
 
 def checkpoint_will_be_restored(args) -> bool:
@@ -226,21 +230,35 @@ def warm_start_from_checkpoint(model, path):
     match one of ``model``'s into ``model``; log what was loaded and what is
     new. Returns ``(loaded_names, new_names)``.
 
-    Raises ``ValueError`` naming the tensor and both shapes when a name
-    matches but the shape differs (e.g. a baseline of other dimensions or
-    another dictionary), and ``FileNotFoundError`` when there is no file.
+    Raises :class:`~fairseq_ctx.errors.CheckpointMismatchError` (a
+    ``ValueError``) naming the tensor and both shapes when a name matches but
+    the shape differs (e.g. a baseline of other dimensions or another
+    dictionary), or naming the missing parameters when the checkpoint lacks
+    part of the Transformer (another architecture: a ``transformer_ctxsan`` or
+    ``transformer_dc`` checkpoint has other self-attention parameters, which
+    would otherwise silently start fresh); and ``MissingFileError`` (a
+    ``FileNotFoundError``) when there is no file.
     """
     if not os.path.exists(path):
-        raise FileNotFoundError(f"--gret-warm-start: no checkpoint at {path}")
+        raise MissingFileError(f"--gret-warm-start: no checkpoint at {path}")
     state = checkpoint_utils.load_checkpoint_to_cpu(path)  # weights-only torch.load
     source = state["model"]
     source_cfg = state.get("cfg") or {}
     source_model_cfg = source_cfg.get("model") if hasattr(source_cfg, "get") else None
     source_arch = getattr(source_model_cfg, "arch", None) or getattr(state.get("args"), "arch", None)
     target = model.state_dict()
+    # GRET's own parameters all carry "gret"; any other one missing means another architecture
+    # (a transformer_ctxsan or transformer_dc checkpoint has other self-attention parameters)
+    lacking = [name for name in target if name not in source and "gret" not in name]
+    if lacking:
+        raise CheckpointMismatchError(
+            f"--gret-warm-start {path}: the checkpoint (a {source_arch} model) lacks {len(lacking)} parameters "
+            f"of this model's Transformer part (e.g. {', '.join(lacking[:2])}); warm start needs a plain "
+            "--arch transformer checkpoint with the same layers, dimensions and dictionaries"
+        )
     for name, tensor in target.items():
         if name in source and source[name].shape != tensor.shape:
-            raise ValueError(
+            raise CheckpointMismatchError(
                 f"--gret-warm-start {path}: '{name}' has shape {tuple(source[name].shape)} in the "
                 f"checkpoint but {tuple(tensor.shape)} in this model; the baseline must have the same "
                 "dimensions and dictionaries"

@@ -79,6 +79,7 @@ from fairseq_ctx.data.document_context_dataset import (
     compute_context_index,
     split_concatenated,
 )
+from fairseq_ctx.errors import ConfigError, DataError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,31 @@ def accepts_context(model) -> bool:
     return bool(getattr(unwrap_model(model), "accepts_context", False))
 
 
+def _cap_context(dataset: DocumentContextDataset, limit: int):
+    """Cap ``dataset``'s context (or glued source) at ``limit`` tokens and warn
+    about the contexts that lose their oldest tokens to the cap."""
+    if dataset.input_mode == "none":
+        return
+    if dataset.max_context_tokens is None or dataset.max_context_tokens > limit:
+        dataset.max_context_tokens = limit
+        dataset._compute_sizes()
+    index, pool_sizes = dataset.context_index, dataset.pool_sizes
+    if index.size == 0 or len(pool_sizes) == 0:
+        return
+    lengths = np.where(index >= 0, pool_sizes[np.clip(index, 0, None)], 0).sum(axis=1)
+    if dataset.input_mode == "concat":
+        cut = (lengths > 0) & (np.asarray(dataset.pair.src_sizes) + lengths > limit)
+    else:
+        cut = lengths > limit
+    if dataset.skip is not None:
+        cut &= ~dataset.skip
+    if cut.any():
+        logger.warning(f"{int(cut.sum())} of {len(dataset)} sentences have a context longer than the model's "
+                       f"source limit of {limit} tokens (--max-source-positions"
+                       f"{', counting the sentence itself with --concat-context' if dataset.input_mode == 'concat' else ''}"
+                       "): its oldest tokens are dropped")
+
+
 @register_task("document_translation", dataclass=DocumentTranslationConfig)
 class DocumentTranslationTask(TranslationTask):
     """Translation with the context of surrounding sentences (see module docstring)."""
@@ -132,7 +158,7 @@ class DocumentTranslationTask(TranslationTask):
     @classmethod
     def setup_task(cls, cfg: DocumentTranslationConfig, **kwargs):
         if cfg.context_size < 0:
-            raise ValueError(f"--context-size must be >= 0, got {cfg.context_size}")
+            raise ConfigError(f"--context-size must be >= 0, got {cfg.context_size}")
         return super().setup_task(cfg, **kwargs)
 
     # ---------------------------------------------------------------- data
@@ -147,7 +173,7 @@ class DocumentTranslationTask(TranslationTask):
         for path in candidates:
             if os.path.exists(path):
                 return path
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"document_translation: no document ids for split '{split}': expected {candidates[0]} "
             "(one document id per line of the split, beside the binarized data)")
 
@@ -160,7 +186,7 @@ class DocumentTranslationTask(TranslationTask):
         if docids and docids[-1] == "":
             docids.pop()
         if len(docids) != num_lines:
-            raise ValueError(
+            raise DataError(
                 f"document_translation: {path} has {len(docids)} lines but the split has "
                 f"{num_lines} sentences; the docids file must have one line per sentence")
         return np.array(docids)
@@ -208,8 +234,8 @@ class DocumentTranslationTask(TranslationTask):
         """Interactive translation: lines of one buffer, in input order; context
         from this buffer and the remembered tail of the previous ones."""
         if self.cfg.context_mode != "previous" or self.cfg.shuffle_context:
-            raise ValueError("interactive translation supports only --context-mode previous "
-                             "without --shuffle-context")
+            raise ConfigError("interactive translation supports only --context-mode previous "
+                              "without --shuffle-context")
         eos, unk = self.source_dictionary.eos(), self.source_dictionary.unk()
         lines = []
         for t in src_tokens:
@@ -252,13 +278,46 @@ class DocumentTranslationTask(TranslationTask):
                 dataset.input_mode = "separate" if self.model_accepts_context else "none"
         return model
 
+    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
+        """fairseq's size filter (skip with ``--skip-invalid-size-inputs-valid-test``,
+        else stop), with two changes for document data.
+
+        ``max_positions`` is the limit of the task *and* the models, so the
+        context is capped here at the models' source limit (the datasets were
+        built with the task's ``--max-source-positions``, which at decoding
+        time does not know the checkpoint's), and a warning says how many
+        contexts lose their oldest tokens to it.  A sentence over the limit
+        without the skip flag is a one-line error naming it and the limit
+        (fairseq raises a bare ``Exception`` with a stack trace)."""
+        limit = max_positions[0] if isinstance(max_positions, tuple) else max_positions
+        if isinstance(dataset, DocumentContextDataset) and limit is not None:
+            _cap_context(dataset, int(limit))
+        indices, ignored = dataset.filter_indices_by_size(indices, max_positions)
+        if len(ignored) == 0:
+            return indices
+        if not ignore_invalid_inputs:
+            i = int(ignored[0])
+            split = next((name for name, d in self.datasets.items() if d is dataset), None)
+            if split is not None:
+                what = f"sentence {i} of '{split}' (line {i + 1})"
+            else:  # interactive: the dataset is one input buffer
+                text = self.source_dictionary.string(dataset.src[i])
+                what = f"input line '{text[:40]}{'...' if len(text) > 40 else ''}'"
+            raise DataError(
+                f"{what} has (source, target) length {tuple(int(n) for n in dataset.size(i))} tokens, longer "
+                f"than the {max_positions} the model takes (--max-source-positions, --max-target-positions); "
+                f"{len(ignored)} sentence(s) are too long. Skip them with --skip-invalid-size-inputs-valid-test")
+        logger.warning(f"{len(ignored):,} samples have invalid sizes and will be skipped, "
+                       f"max_positions={max_positions}, first few sample ids={ignored[:10]}")
+        return indices
+
     def model_input(self, models, sample):
         """``sample`` with the ``net_input`` the given model(s) accept: context
         keys dropped for sentence-level models; for context-aware models a
         glued interactive batch is split into source and context."""
         flags = [accepts_context(m) for m in models]
         if any(flags) and not all(flags):
-            raise ValueError("cannot ensemble context-aware and sentence-level models")
+            raise ConfigError("cannot ensemble context-aware and sentence-level models")
         net_input = sample["net_input"]
         if all(flags):
             if "ctx_tokens" not in net_input and self._packed_inference:
