@@ -7,41 +7,20 @@ import math
 
 import pytest
 import torch
-from fairseq import options
-from fairseq.data import Dictionary
-from fairseq.tasks.translation import TranslationTask
 
 import fairseq_ctx  # noqa: F401  (registers the architectures)
 from fairseq_ctx.modules.context_aware_attention import ContextAwareSelfAttention, ContextHistory
-from tests.utils import generate, interactive, make_parallel_data, preprocess, run_cli, train
+from tests.utils import (build_model, generate, interactive, make_parallel_data, n_params, preprocess, run_cli,
+                         toy_dictionary, train)
 
 SIDES = ("encoder", "decoder", "both")
 CONTEXTS = ("global", "deep", "deep-global", "deep-global+deep")
 
 
-def make_dict(size):
-    d = Dictionary()
-    for i in range(size - len(d)):
-        d.add_symbol(f"w{i}")
-    return d
-
-
 def build(arch, extra=(), dict_size=64, meta=False):
-    """Build ``arch`` in-process from command-line flags, as fairseq-train would."""
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, [
-        "/dev/null", "--arch", arch, "--task", "translation", "-s", "src", "-t", "tgt", *extra,
-    ])
-    d = make_dict(dict_size)
-    task = TranslationTask(args, d, d)
-    if meta:  # parameter counting only: no memory, no init time
-        with torch.device("meta"):
-            return task.build_model(args), d
-    return task.build_model(args), d
-
-
-def n_params(model):
-    return sum(p.numel() for p in model.parameters())
+    """``arch`` built as fairseq-train would, with a dictionary of ``dict_size`` entries."""
+    d = toy_dictionary(dict_size - 4)  # + fairseq's 4 special symbols
+    return build_model(arch, extra, d, meta=meta), d
 
 
 # ---------------------------------------------------------------- parameter counts

@@ -9,40 +9,24 @@ import torch
 import torch.nn.functional as F
 
 import fairseq_ctx  # noqa: F401  (registers the architectures)
-from fairseq import checkpoint_utils, options
+from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
-from fairseq.tasks.translation import TranslationTask
 from fairseq_ctx.models.transformer_gret import checkpoint_will_be_restored, warm_start_from_checkpoint
 from fairseq_ctx.modules.attentive_pooling import AttentivePooling
 from fairseq_ctx.modules.capsule_routing import CapsuleRouting, squash
 from fairseq_ctx.modules.context_gate import ContextGate
 from fairseq_ctx.modules.gret_global import GlobalRepresentation
-from tests.utils import generate, interactive, make_parallel_data, preprocess, train
+from tests.utils import build_model as build_arch
+from tests.utils import generate, interactive, make_parallel_data, n_params, preprocess, toy_dictionary, train
 
 # ----------------------------------------------------------------- helpers
 
 
-def make_dict(size):
-    d = Dictionary()
-    for i in range(size):
-        d.add_symbol(f"w{i}")
-    return d
-
-
 def build_model(arch, extra=(), dictionary=None, dict_size=40):
-    """Build ``arch`` in-process with fairseq's own argument parsing."""
-    d = dictionary if dictionary is not None else make_dict(dict_size)
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(
-        parser, ["/nonexistent", "--arch", arch, "--task", "translation", "-s", "src", "-t", "tgt", *extra]
-    )
-    task = TranslationTask(args, d, d)
-    return task.build_model(args), d
-
-
-def num_params(model):
-    return sum(p.numel() for p in model.parameters())
+    """``arch`` built as fairseq-train would; returns (model, dictionary)."""
+    d = dictionary if dictionary is not None else toy_dictionary(dict_size)
+    return build_arch(arch, extra, d), d
 
 
 def left_pad(sentences, pad):
@@ -160,7 +144,7 @@ def test_context_gate_caches_global_terms_and_reorders():
     torch.testing.assert_close(torch.cat(steps[:2], 1), full[:, :2])
     torch.testing.assert_close(torch.cat(steps[2:], 1), full[order, 2:])
     plain = ContextGate(8, 8, gated=False)
-    assert num_params(plain) == 0
+    assert n_params(plain) == 0
     torch.testing.assert_close(plain(r, s), r + s.unsqueeze(1))
 
 
@@ -178,12 +162,12 @@ def test_parameter_growth_base_matches_paper():
     """Table 3: +6.4M over Transformer-Base (within 15%); the split is in the
     model's docstring: 6 x 0.804M per-layer capsules and pooling + 1.576M GRU
     + 0.525M gate."""
-    d = make_dict(1000)
-    base = num_params(build_model("transformer", dictionary=d)[0])
+    d = toy_dictionary(1000)
+    base = n_params(build_model("transformer", dictionary=d)[0])
     growth = {}
     for name, extra in (("full", []), ("no_capsule", ["--gret-no-capsule"]),
                         ("no_aggregation", ["--gret-no-aggregation"]), ("no_gate", ["--gret-no-gate"])):
-        growth[name] = num_params(build_model("transformer_gret", extra, dictionary=d)[0]) - base
+        growth[name] = n_params(build_model("transformer_gret", extra, dictionary=d)[0]) - base
     assert growth["full"] == 6 * (512 * 512 + 32 * 512 + 2 * (512 * 512 + 512)) + 3 * (2 * 512 * 512 + 2 * 512) \
         + (2 * 512 * 512 + 512) == 6_923_776
     assert abs(growth["full"] - 6.4e6) / 6.4e6 < 0.15
@@ -192,7 +176,7 @@ def test_parameter_growth_base_matches_paper():
 
 
 def test_presets_build():
-    d = make_dict(50)
+    d = toy_dictionary(50)
     big, _ = build_model("transformer_gret_big", ["--encoder-layers", "1", "--decoder-layers", "1"], dictionary=d)
     assert big.encoder.embed_tokens.embedding_dim == 1024 and big.decoder.gret_gate.embed_dim == 1024
     iwslt, _ = build_model("transformer_gret_iwslt_de_en", ["--encoder-layers", "1", "--decoder-layers", "1"],

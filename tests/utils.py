@@ -163,9 +163,11 @@ def toy_dictionary(n=40):
     return d
 
 
-def build_model(arch, extra=(), dictionary=None):
+def build_model(arch, extra=(), dictionary=None, meta=False):
     """Build ``arch`` in-process from command-line flags, as fairseq-train
-    would, with a toy dictionary shared by source and target."""
+    would, with a toy dictionary shared by source and target. ``meta=True``
+    builds on torch's meta device (parameter counting without memory or init)."""
+    import torch
     from fairseq import options
     from fairseq.models import ARCH_MODEL_REGISTRY
     from fairseq.tasks.translation import TranslationTask
@@ -174,7 +176,11 @@ def build_model(arch, extra=(), dictionary=None):
 
     d = dictionary if dictionary is not None else toy_dictionary()
     args = options.parse_args_and_arch(options.get_training_parser(), ["/nonexistent", "--arch", arch, *extra])
-    return ARCH_MODEL_REGISTRY[args.arch].build_model(args, TranslationTask(args, d, d))
+    task = TranslationTask(args, d, d)
+    if meta:
+        with torch.device("meta"):
+            return ARCH_MODEL_REGISTRY[args.arch].build_model(args, task)
+    return ARCH_MODEL_REGISTRY[args.arch].build_model(args, task)
 
 
 def n_params(model):
