@@ -302,3 +302,14 @@ def test_score_command_errors(tmp_path):
     ]:
         with pytest.raises(EvaluationError, match=message):
             score_cli.main(["--ref", str(tmp_path / "ref.txt"), *map(str, argv)])
+
+
+def test_bootstrap_p_is_one_for_equal_scores_with_different_outputs():
+    """Two different outputs with the same BLEU (both 0 here, as in a smoke
+    run) differ by exactly zero: p = 1, not sacreBLEU's minimum 1/(n+1)."""
+    from fairseq_ctx.evaluation import paired_bootstrap
+
+    refs = ["the cat sat on the mat", "a dog ran in the park"]
+    res, _ = paired_bootstrap(["x y", "z w"], {"other": ["q r", "s t"]}, refs, n_samples=100)
+    assert res["other"].score == res["other"].baseline_score == 0.0
+    assert res["other"].p_value == 1.0

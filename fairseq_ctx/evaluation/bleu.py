@@ -35,10 +35,11 @@ Paired bootstrap resampling (Koehn 2004)
     Moses' ``bootstrap-hypothesis-difference-significance.pl``): the same
     ``n_samples`` resamples of sentence indices for the baseline and each
     system, and a two-sided p-value for the observed |BLEU difference|.  One
-    correction: for a system whose sentence statistics equal the baseline's
-    everywhere, sacreBLEU returns the smallest p-value, 1/(n_samples+1) (a
-    zero difference never exceeds the zero-centred resampled differences);
-    the p-value of such a system is set to 1.0.
+    correction: for an observed difference of exactly zero (identical
+    outputs, or e.g. two systems both at BLEU 0) sacreBLEU returns its
+    smallest p-value, 1/(n_samples+1), because it counts only strictly larger
+    resampled differences; every resampled difference is at least as extreme
+    as zero, so the p-value of such a system is set to 1.0.
 """
 import contextlib
 import os
@@ -283,15 +284,6 @@ def _sacrebleu_seed(seed: Optional[int]):
             os.environ["SACREBLEU_SEED"] = old
 
 
-def _same_statistics(metric, a: Sequence[str], b: Sequence[str], refs: Sequence[str]) -> bool:
-    if list(a) == list(b):
-        return True
-    extract = getattr(metric, "_extract_corpus_statistics", None)
-    if extract is None:
-        return False
-    return [list(s) for s in extract(list(a), [list(refs)])] == [list(s) for s in extract(list(b), [list(refs)])]
-
-
 def paired_bootstrap(baseline: Sequence[str], systems: Mapping[str, Sequence[str]], refs: Sequence[str],
                      n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES, seed: Optional[int] = DEFAULT_SEED,
                      tokenize: Optional[str] = None, smooth_method: str = "exp", trg_lang: str = ""
@@ -331,9 +323,7 @@ def paired_bootstrap(baseline: Sequence[str], systems: Mapping[str, Sequence[str
     baseline_result = scores[key][0]
     results = {}
     for name, res in zip(scores["System"][1:], scores[key][1:]):
-        p = res.p_value
-        if _same_statistics(metric, systems[name], baseline, refs):
-            p = 1.0
+        p = 1.0 if res.score == baseline_result.score else res.p_value
         results[name] = PairedResult(score=res.score, baseline_score=baseline_result.score,
                                      delta=res.score - baseline_result.score, p_value=p,
                                      mean=float(res.mean), ci=float(res.ci))

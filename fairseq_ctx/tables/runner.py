@@ -605,12 +605,12 @@ class TableRun:
                 refs, hyps, split = load(st)
                 _, bhyps, bsplit = load(base)
                 res, sig = paired_bootstrap(bhyps, {"x": hyps}, refs, n_samples=self.o.bootstrap_samples)
-                st.compare = {"baseline": base_label, "delta": res["x"].delta, "p_value": _p(res["x"]),
+                st.compare = {"baseline": base_label, "delta": res["x"].delta, "p_value": res["x"].p_value,
                               "signature": sig}
                 if split is not None and bsplit is not None:
                     tres, tsig = paired_bootstrap(bsplit[0], {"x": split[0]}, split[1], tokenize="none",
                                                   smooth_method="none", n_samples=self.o.bootstrap_samples)
-                    st.compare.update(tok_delta=tres["x"].delta, tok_p_value=_p(tres["x"]), tok_signature=tsig)
+                    st.compare.update(tok_delta=tres["x"].delta, tok_p_value=tres["x"].p_value, tok_signature=tsig)
             except Exception as e:
                 self.fail(st.row.label, "bootstrap", e)
 
@@ -725,12 +725,6 @@ class TableRun:
         }
 
 
-def _p(result) -> float:
-    """The bootstrap p-value, 1 for an observed difference of exactly zero:
-    every resampled difference is then at least as extreme (sacreBLEU's test
-    counts strictly larger ones and reports its minimum, 1/(n+1), e.g. for
-    two systems both at BLEU 0 in a smoke run)."""
-    return 1.0 if result.delta == 0 else result.p_value
 
 
 def _millions(n: int) -> str:
