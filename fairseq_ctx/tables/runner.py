@@ -47,6 +47,7 @@ smoke flags below are appended after the row's own, so they win, and they
 touch neither the architecture's options nor the task's. Its numbers mean
 nothing.
 """
+import abc
 import argparse
 import json
 import os
@@ -781,11 +782,14 @@ def score_generation(gen_log: Path, ref: Path, tok_lang: Optional[str]) -> Dict[
 # ---------------------------------------------------------------------------
 
 
-class Analysis:
+class Analysis(abc.ABC):
+    """An analysis a table runs on its trained rows (subclasses below)."""
     name = "analysis"
 
+    @abc.abstractmethod
     def run(self, tr: TableRun) -> Optional[str]:
-        raise NotImplementedError
+        """Run on ``tr``'s models (writing files to its table directory) and
+        return a summary printed and appended to ``table.txt``, or None."""
 
     @staticmethod
     def _models(tr: TableRun, labels: Sequence[str]) -> List[RowState]:
