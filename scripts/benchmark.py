@@ -6,8 +6,9 @@ binarized data and with the same model size:
 
 * training throughput: target tokens/s over ``--train-updates`` updates
   (forward, backward, Adam step) after ``--warmup-updates`` untimed ones;
-* beam-search decoding: sentences/s and generated tokens/s over the first
-  ``--decode-sentences`` sentences of ``--gen-subset``. By default every
+* beam-search decoding: sentences/s and generated tokens/s over
+  ``--decode-sentences`` sentences of ``--gen-subset`` (whole batches in a
+  seeded random order, the same for every variant). By default every
   hypothesis is exactly ``--decode-length`` tokens long (EOS is blocked until
   then), so that models which stop at different lengths (untrained ones
   above all) still compare like with like; ``--decode-length 0`` decodes
@@ -138,7 +139,10 @@ def measure(opts):
     generator = task.build_generator([model], gen_args)
     sents, gen_tokens, dec_elapsed, first = 0, 0, 0.0, True
     with torch.no_grad():
-        for sample in batches(opts.gen_subset, max_sentences=opts.decode_batch_size, shuffle=False):
+        # Batches in a seeded random order: the first batches of the length-sorted
+        # order hold only the shortest sources, whose document contexts are
+        # longer than they are, which would overstate a context model's cost.
+        for sample in batches(opts.gen_subset, max_sentences=opts.decode_batch_size, shuffle=True):
             if first:  # one untimed batch: lazy initialisation, allocator warm-up
                 task.inference_step(generator, [model], sample)
                 first = False
