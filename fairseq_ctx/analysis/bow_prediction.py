@@ -72,6 +72,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from fairseq_ctx.analysis.probing import (
+    comma_list,
     NoGlobalStateError,
     add_checkpoint_args,
     checkpoint_paths,
@@ -282,14 +283,7 @@ def train_predictor(train: SplitFeatures, valid: Optional[SplitFeatures], rep: s
 # command line
 # ---------------------------------------------------------------------------
 
-def _topk_list(text: str) -> List[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= 1, got {text!r}")
-    return values
+_topk_list = comma_list(int, lambda v: v >= 1, "integers >= 1")
 
 
 def _rep_list(text: str) -> List[str]:

@@ -390,24 +390,23 @@ def _registry_choices(name):
     return sorted(REGISTRIES[name]["registry"].keys())
 
 
-def _int_list(text: str) -> List[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
-    if not values or any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= 0, got {text!r}")
-    return values
+def comma_list(cast, valid, what: str):
+    """An argparse ``type`` for comma-separated values: each converted by
+    ``cast`` and accepted by ``valid``; ``what`` names them in the error."""
+    def parse(text: str):
+        try:
+            values = [cast(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            values = []
+        if not values or not all(valid(v) for v in values):
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
+        return values
+
+    return parse
 
 
-def _float_list(text: str) -> List[float]:
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
-    if not values or any(not 0.0 <= v < 1.0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected comma-separated dropouts in [0, 1), got {text!r}")
-    return values
+_int_list = comma_list(int, lambda v: v >= 0, "integers >= 0")
+_float_list = comma_list(float, lambda v: 0.0 <= v < 1.0, "dropouts in [0, 1)")
 
 
 def add_text_encoder_args(parser):
