@@ -15,7 +15,8 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",
-    packages=find_packages(include=["fairseq_ctx", "fairseq_ctx.*"]),
+    # fairseq_ctx_prep (corpus preparation) is torch-free and installed beside the plugin
+    packages=find_packages(include=["fairseq_ctx", "fairseq_ctx.*", "fairseq_ctx_prep"]),
     install_requires=[
         "numpy",
         "hydra-core==1.3.2",

@@ -6,10 +6,10 @@
 #                                 [--max-verses N] [--force] ...
 #
 # Installs the Debian packages with the SWORD modules and mod2imp when they
-# are missing (needs root and apt-get), then runs fairseq_ctx/data/bible.py
-# (also runnable as `python3 -m fairseq_ctx.data.bible`) with all arguments;
-# see --help. The file is run directly because importing the fairseq_ctx
-# package loads fairseq and torch, which only fairseq-preprocess needs.
+# are missing (needs root and apt-get), then runs `python3 -m
+# fairseq_ctx_prep.bible` from this checkout with all arguments; see --help.
+# fairseq_ctx_prep imports neither torch nor fairseq (only fairseq-preprocess,
+# run as a subprocess, needs them).
 # Re-running skips finished steps. Outputs, relative to the current directory
 # by default: data/bible/{source,raw,spm,bin}, data/bible/stats.json.
 set -euo pipefail
@@ -49,4 +49,5 @@ case " $* " in
   *) install_packages ;;
 esac
 
-exec "$PY" "$REPO/fairseq_ctx/data/bible.py" "$@"
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+exec "$PY" -m fairseq_ctx_prep.bible "$@"

@@ -21,8 +21,8 @@
 # filter (subtitle lines are short).
 # Output: DEST (default data/opensubtitles-en-ru)/bin. Re-running skips finished steps.
 #
-# Runs fairseq_ctx/data/prepare.py opensubtitles-en-ru (by file path: importing the
-# fairseq_ctx package would load torch, which only fairseq-preprocess needs);
+# Runs python3 -m fairseq_ctx_prep.opensubtitles_en_ru from this checkout (torch-free: only
+# fairseq-preprocess, run as a subprocess, loads torch);
 # --from DIR takes already-downloaded files (archives under their names or
 # their unpacked contents), --mirror PREFIX downloads PREFIX/NAME instead of
 # the official URLs. PYTHON picks the interpreter (default python3).
@@ -31,4 +31,5 @@ set -euo pipefail
 PY=${PYTHON:-python3}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-exec "$PY" "$REPO/fairseq_ctx/data/prepare.py" opensubtitles-en-ru "$@"
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+exec "$PY" -m fairseq_ctx_prep.opensubtitles_en_ru "$@"

@@ -21,10 +21,10 @@
 # 32000 merges (the ctxsan paper's 32K), train pairs cleaned after BPE as
 # clean-corpus-n.perl -ratio 1.5 1 250, fairseq-preprocess --joined-dictionary.
 # Output: DEST (default data/wmt14-en-de or data/wmt14-de-en)/bin; see
-# fairseq_ctx/data/prepare.py for the steps. Re-running skips finished steps.
+# fairseq_ctx_prep/pipeline.py for the steps. Re-running skips finished steps.
 #
-# Runs fairseq_ctx/data/prepare.py wmt14-en-de (by file path: importing the
-# fairseq_ctx package would load torch, which only fairseq-preprocess needs);
+# Runs python3 -m fairseq_ctx_prep.wmt14_en_de from this checkout (torch-free: only
+# fairseq-preprocess, run as a subprocess, loads torch);
 # --from DIR takes already-downloaded files (archives under their names or
 # their unpacked contents), --mirror PREFIX downloads PREFIX/NAME instead of
 # the official URLs. PYTHON picks the interpreter (default python3).
@@ -33,4 +33,5 @@ set -euo pipefail
 PY=${PYTHON:-python3}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-exec "$PY" "$REPO/fairseq_ctx/data/prepare.py" wmt14-en-de "$@"
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+exec "$PY" -m fairseq_ctx_prep.wmt14_en_de "$@"

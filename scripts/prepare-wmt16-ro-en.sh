@@ -16,8 +16,8 @@
 # 1.5, 1..250), fairseq-preprocess --joined-dictionary.
 # Output: DEST (default data/wmt16-ro-en)/bin. Re-running skips finished steps.
 #
-# Runs fairseq_ctx/data/prepare.py wmt16-ro-en (by file path: importing the
-# fairseq_ctx package would load torch, which only fairseq-preprocess needs);
+# Runs python3 -m fairseq_ctx_prep.wmt16_ro_en from this checkout (torch-free: only
+# fairseq-preprocess, run as a subprocess, loads torch);
 # --from DIR takes already-downloaded files (archives under their names or
 # their unpacked contents), --mirror PREFIX downloads PREFIX/NAME instead of
 # the official URLs. PYTHON picks the interpreter (default python3).
@@ -26,4 +26,5 @@ set -euo pipefail
 PY=${PYTHON:-python3}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-exec "$PY" "$REPO/fairseq_ctx/data/prepare.py" wmt16-ro-en "$@"
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+exec "$PY" -m fairseq_ctx_prep.wmt16_ro_en "$@"

@@ -1,4 +1,4 @@
-"""Tests of the Bible corpus preparation (fairseq_ctx.data.bible).
+"""Tests of the Bible corpus preparation (fairseq_ctx_prep.bible).
 
 The text functions are tested on tiny strings shaped like real ``mod2imp``
 output; one end-to-end test runs scripts/prepare-bible.sh on the first 2000
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from fairseq_ctx.data import bible
-from fairseq_ctx.data.bible import Pair, align, assign_splits, clean_osis
+from fairseq_ctx_prep import bible
+from fairseq_ctx_prep.bible import Pair, align, assign_splits, clean_osis
 
 REPO = Path(__file__).resolve().parents[1]
 

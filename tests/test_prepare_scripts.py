@@ -1,5 +1,5 @@
-"""Tests of the corpus preparation scripts (scripts/prepare-*.sh,
-fairseq_ctx/data/prepare.py).
+"""Tests of the corpus preparation scripts (scripts/prepare-*.sh over the
+torch-free package fairseq_ctx_prep).
 
 Nothing can be downloaded here, so every script runs end to end on tiny raw
 files laid out like the real archives (tgz/zip members at the official
@@ -18,13 +18,15 @@ import json
 import os
 import random
 import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from fairseq_ctx.data import prepare
+from fairseq_ctx_prep import archives, files, wmt14_en_de, wmt16_ro_en, wmt17_zh_en
+from fairseq_ctx_prep import text as prep_text
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -137,19 +139,19 @@ def run_script(name, *args, check=True):
 
 
 def idx_count(path):
-    return prepare.idx_length(Path(str(path) + ".idx"))
+    return files.idx_length(Path(str(path) + ".idx"))
 
 
 def check_outputs(dest, src, tgt, expect_valid, expect_test, docids=False):
     """Binarized data for all splits with matching counts; returns stats."""
     dest = Path(dest)
     stats = json.loads((dest / "stats.json").read_text())
-    for split in prepare.SPLITS:
+    for split in files.SPLITS:
         counts = {lang: idx_count(dest / "bin" / f"{split}.{src}-{tgt}.{lang}") for lang in (src, tgt)}
-        counts.update({f"final {lang}": prepare.count_lines(dest / "final" / f"{split}.{lang}")
+        counts.update({f"final {lang}": files.count_lines(dest / "final" / f"{split}.{lang}")
                        for lang in (src, tgt)})
         if docids:
-            counts["docids"] = prepare.count_lines(dest / "bin" / f"{split}.{src}-{tgt}.docids")
+            counts["docids"] = files.count_lines(dest / "bin" / f"{split}.{src}-{tgt}.docids")
         assert len(set(counts.values())) == 1, (split, counts)
         assert counts[src] == stats["final"][split] > 0
     assert stats["final"]["valid"] == expect_valid
@@ -186,34 +188,34 @@ def no_markers(dest):
 
 def test_parse_and_align_sgml(tmp_path):
     text = sgm("src", "de", [("d1", ["Eins .", "Zwei"]), ("d2", ["Drei & <b>"])])
-    segs = prepare.parse_sgml(text)
+    segs = prep_text.parse_sgml(text)
     assert segs == [(("d1", "1"), "Eins ."), (("d1", "2"), "Zwei"), (("d2", "1"), "Drei & <b>")]
     src = write(tmp_path / "s.sgm", text)
     # the reference in another document order still aligns by (docid, segid)
     ref = write(tmp_path / "r.sgm", sgm("ref", "en", [("d2", ["Three"]), ("d1", ["One .", "Two"])]))
-    assert prepare.sgml_pairs(src, ref) == [("Eins .", "One .", "d1"), ("Zwei", "Two", "d1"),
+    assert prep_text.sgml_pairs(src, ref) == [("Eins .", "One .", "d1"), ("Zwei", "Two", "d1"),
                                             ("Drei & <b>", "Three", "d2")]
     bad = write(tmp_path / "b.sgm", sgm("ref", "en", [("d1", ["One ."])]))
-    with pytest.raises(prepare.PrepError, match="do not hold the same segments"):
-        prepare.sgml_pairs(src, bad)
+    with pytest.raises(files.PrepError, match="do not hold the same segments"):
+        prep_text.sgml_pairs(src, bad)
 
 
 def test_text_helpers():
-    assert prepare.clean_line("\ufeff a\r b\u2028c\x0b  d ") == "a b c d"
-    assert prepare.iwslt_train_pair("<url>x</url>", "<url>y</url>") is None
-    assert prepare.iwslt_train_pair("<speaker>A</speaker>", "<speaker>B</speaker>") is None
-    assert prepare.iwslt_train_pair("<title>T1</title>", "<title> T2 </title>") == ("T1", "T2")
-    assert prepare.iwslt_train_pair("<title>T1</title>", "Text") is None
-    assert prepare.iwslt_train_pair(" a  b ", "c") == ("a b", "c")
-    assert prepare.split_group("a b _eos c _eos  _eos d") == ["a b", "c", "", "d"]
-    assert prepare.moses_unescape("it &apos;s &quot;x&quot; &amp;lt;") == "it 's \"x\" &lt;"
+    assert prep_text.clean_line("\ufeff a\r b\u2028c\x0b  d ") == "a b c d"
+    assert prep_text.iwslt_train_pair("<url>x</url>", "<url>y</url>") is None
+    assert prep_text.iwslt_train_pair("<speaker>A</speaker>", "<speaker>B</speaker>") is None
+    assert prep_text.iwslt_train_pair("<title>T1</title>", "<title> T2 </title>") == ("T1", "T2")
+    assert prep_text.iwslt_train_pair("<title>T1</title>", "Text") is None
+    assert prep_text.iwslt_train_pair(" a  b ", "c") == ("a b", "c")
+    assert prep_text.split_group("a b _eos c _eos  _eos d") == ["a b", "c", "", "d"]
+    assert prep_text.moses_unescape("it &apos;s &quot;x&quot; &amp;lt;") == "it 's \"x\" &lt;"
     # clean-corpus-n.perl: empty, length limits, ratio (0 = off), word length
-    assert prepare.keep_pair("a b c", "x y z", 1, 250, 1.5)
-    assert not prepare.keep_pair("a", "x y", 1, 250, 1.5)
-    assert prepare.keep_pair("a", "x y", 1, 250, 0)
-    assert not prepare.keep_pair("", "x", 1, 250, 0)
-    assert not prepare.keep_pair("a " * 251, "x " * 251, 1, 250, 1.5)
-    assert not prepare.keep_pair("a" * 1001, "x", 1, 250, 0)
+    assert prep_text.keep_pair("a b c", "x y z", 1, 250, 1.5)
+    assert not prep_text.keep_pair("a", "x y", 1, 250, 1.5)
+    assert prep_text.keep_pair("a", "x y", 1, 250, 0)
+    assert not prep_text.keep_pair("", "x", 1, 250, 0)
+    assert not prep_text.keep_pair("a " * 251, "x " * 251, 1, 250, 1.5)
+    assert not prep_text.keep_pair("a" * 1001, "x", 1, 250, 0)
 
 
 def test_official_names_match_sacrebleu():
@@ -222,18 +224,45 @@ def test_official_names_match_sacrebleu():
     from sacrebleu.dataset import DATASETS
     for ours, theirs in (("wmt14-test", "wmt14/full"), ("wmt17-dev", "wmt17/dev"),
                          ("wmt17-test", "wmt17"), ("wmt16-dev", "wmt16/dev"), ("wmt16-test", "wmt16")):
-        archive = prepare.ARCHIVES[ours]
+        archive = archives.ARCHIVES[ours]
         assert [archive.url] == DATASETS[theirs].data and [archive.md5] == DATASETS[theirs].md5
-    parser = prepare.build_parser()
-    for argv, split, theirs, pair in (
-            (["wmt14-en-de"], "test", "wmt14/full", "en-de"),
-            (["wmt14-en-de", "--direction", "de-en"], "test", "wmt14/full", "de-en"),
-            (["wmt16-ro-en"], "valid", "wmt16/dev", "ro-en"), (["wmt16-ro-en"], "test", "wmt16", "ro-en"),
-            (["wmt16-ro-en", "--direction", "en-ro"], "test", "wmt16", "en-ro"),
-            (["wmt17-zh-en"], "valid", "wmt17/dev", "zh-en"), (["wmt17-zh-en"], "test", "wmt17", "zh-en")):
-        args = parser.parse_args(argv)
-        (corpus,) = prepare.DATASETS[args.dataset](args).splits[split]
-        assert [corpus.src[1], corpus.tgt[1]] == DATASETS[theirs].langpairs[pair], argv
+    for corpus_module, argv, split, theirs, pair in (
+            (wmt14_en_de, [], "test", "wmt14/full", "en-de"),
+            (wmt14_en_de, ["--direction", "de-en"], "test", "wmt14/full", "de-en"),
+            (wmt16_ro_en, [], "valid", "wmt16/dev", "ro-en"), (wmt16_ro_en, [], "test", "wmt16", "ro-en"),
+            (wmt16_ro_en, ["--direction", "en-ro"], "test", "wmt16", "en-ro"),
+            (wmt17_zh_en, [], "valid", "wmt17/dev", "zh-en"), (wmt17_zh_en, [], "test", "wmt17", "zh-en")):
+        args = corpus_module.COMMAND.parse_args(argv)
+        (corpus,) = corpus_module.make_spec(args).splits[split]
+        assert [corpus.src[1], corpus.tgt[1]] == DATASETS[theirs].langpairs[pair], (corpus_module, argv)
+
+
+PREP_MODULES = ("files", "download", "archives", "text", "pipeline", "bible", "wmt14_en_de",
+                "wmt16_ro_en", "wmt17_zh_en", "iwslt", "opensubtitles_en_ru")
+
+
+def test_prep_package_needs_no_torch(tmp_path):
+    """Every module of fairseq_ctx_prep imports, and every corpus command
+    answers --help, in a virtual environment without system site-packages
+    (torch, fairseq and the tokenizers really absent), with only the
+    repository on PYTHONPATH."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    code = ("import importlib, importlib.util, sys\n"
+            "assert importlib.util.find_spec('torch') is None, 'torch is importable'\n"
+            "assert importlib.util.find_spec('fairseq') is None, 'fairseq is importable'\n"
+            f"for name in {PREP_MODULES!r}:\n"
+            "    importlib.import_module('fairseq_ctx_prep.' + name)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'fairseq', 'numpy')))\n")
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    for name in ("bible", "wmt14_en_de", "wmt16_ro_en", "wmt17_zh_en", "iwslt", "opensubtitles_en_ru"):
+        proc = subprocess.run([python, "-m", f"fairseq_ctx_prep.{name}", "--help"], capture_output=True,
+                              text=True, env=env, cwd=tmp_path)
+        assert proc.returncode == 0 and proc.stdout.startswith("usage: prepare-"), (name, proc.stderr)
 
 
 # --- every script end to end --------------------------------------------------

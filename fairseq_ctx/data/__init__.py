@@ -1,1 +1,1 @@
-"""Datasets and corpus preparation for fairseq_ctx."""
+"""Datasets for fairseq_ctx (corpus preparation is the torch-free package fairseq_ctx_prep)."""

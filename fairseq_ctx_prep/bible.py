@@ -18,10 +18,9 @@ the same settings; ``--force`` redoes everything)::
 Every chapter (``Book Chapter``, e.g. ``Genesis 1``) is one document; its
 verses stay in canonical order and whole chapters go to train/valid/test.
 
-Usage (from the repository root; ``scripts/prepare-bible.sh`` also installs
-the Debian packages)::
+Usage (``scripts/prepare-bible.sh`` also installs the Debian packages)::
 
-    python3 -m fairseq_ctx.data.bible --dest data/bible --vocab-size 8000
+    python3 -m fairseq_ctx_prep.bible --dest data/bible --vocab-size 8000
 
 Quirks of the source data handled here (see the functions for details):
 footnotes glued between words (``God<note>..</note>created``), spaces lost
@@ -33,7 +32,6 @@ shifted against the English one (dropped whole).
 The parsing, cleaning, alignment and split functions are pure and unit-tested
 in ``tests/test_bible.py``.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -43,7 +41,6 @@ import json
 import math
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -51,20 +48,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from .files import (SPLITS, Log, Markers, PrepError, count_lines, dir_size, fresh_dir,
+                    idx_length, publish_dir, read_lines, run_logged, write_lines)
+
 SRC_LANG, TGT_LANG = "es", "en"
 MODULES = {SRC_LANG: "spaRV1909eb", TGT_LANG: "engWEB2015eb"}
 APT_PACKAGES = ("sword-text-sparv", "sword-text-web", "libsword-utils")
-SPLITS = ("train", "valid", "test")
 # Bump when the output of a step changes, so old markers no longer match.
 PIPELINE_VERSION = 1
 INSTALL_HINT = "apt-get install " + " ".join(APT_PACKAGES)
 
 # A verse reference: (book, chapter, verse), e.g. ("Genesis", 1, 1).
 Ref = Tuple[str, int, int]
-
-
-class PrepError(Exception):
-    """A problem the user can fix; reported as one line, without traceback."""
 
 
 # --------------------------------------------------------------------------
@@ -428,93 +423,10 @@ def split_pairs(pairs: Sequence[Pair], splits: Dict[str, str]
 
 
 # --------------------------------------------------------------------------
-# Files, markers and external tools
+# External tools
 # --------------------------------------------------------------------------
 
-def read_lines(path: Path) -> List[str]:
-    """Lines split on "\\n" only, as fairseq and count_lines() see them."""
-    with open(path, encoding="utf-8", newline="") as f:
-        lines = f.read().split("\n")
-    return lines[:-1] if lines[-1:] == [""] else lines
-
-
-def write_lines(path: Path, lines: Iterable[str]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line + "\n")
-
-
-def count_lines(path: Path) -> int:
-    with open(path, "rb") as f:
-        return sum(1 for _ in f)
-
-
-def fresh_dir(path: Path) -> Path:
-    """Empty temporary sibling of ``path``; publish it with publish_dir()."""
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    return tmp
-
-
-def publish_dir(tmp: Path, path: Path) -> None:
-    """Replace ``path`` by the finished temporary directory ``tmp``."""
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
-
-
-class Markers:
-    """Step-completion markers in ``DEST/.done``.
-
-    A marker holds the settings the step ran with (including those of the
-    steps before it), so changing e.g. ``--vocab-size`` redoes the steps
-    that depend on it. It is written only after the step's outputs are in
-    place, so an interrupted step is never taken as finished.
-    """
-
-    def __init__(self, dest: Path):
-        self.dir = dest / ".done"
-
-    def done(self, step: str, settings: dict) -> bool:
-        path = self.dir / step
-        try:
-            return json.loads(path.read_text(encoding="utf-8")) == settings
-        except (OSError, ValueError):
-            return False
-
-    def mark(self, step: str, settings: dict) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / (step + ".tmp")
-        tmp.write_text(json.dumps(settings, sort_keys=True), encoding="utf-8")
-        tmp.replace(self.dir / step)
-
-    def unmark(self, step: str) -> None:
-        (self.dir / step).unlink(missing_ok=True)
-
-    def clear(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def run(self, steps, settings: dict, dest: Path, log) -> None:
-        """Run ``steps`` = [(name, output dir under dest, settings, action)]
-        in order, skipping a step whose marker matches its settings (those of
-        the steps before it included) and whose output exists. Once a step
-        runs, every later one runs too, and their markers are removed first."""
-        upstream_changed = False
-        for index, (name, output, step_settings, action) in enumerate(steps):
-            settings = {**settings, **step_settings}
-            if not upstream_changed and self.done(name, settings) and (dest / output).is_dir():
-                log(f"{name}: already done, skipping")
-                continue
-            log(f"{name}: running")
-            for later in steps[index:]:
-                self.unmark(later[0])
-            action()
-            self.mark(name, settings)
-            upstream_changed = True
-
-
-def log(msg: str) -> None:
-    print(f"[prepare-bible] {msg}", flush=True)
+log = Log("prepare-bible")
 
 
 def run_mod2imp(module: str) -> str:
@@ -529,19 +441,6 @@ def run_mod2imp(module: str) -> str:
                         f"{proc.returncode}): install the SWORD module with "
                         f"`{INSTALL_HINT}`")
     return text
-
-
-def run_logged(cmd: List[str], logfile: Path) -> None:
-    """Run a command with its output in ``logfile``; PrepError on failure."""
-    with open(logfile, "w", encoding="utf-8") as f:
-        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        raise PrepError(f"`{' '.join(cmd[:3])} ...` failed with exit code "
-                        f"{proc.returncode}; see {logfile}")
-
-
-def dir_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 # --------------------------------------------------------------------------
@@ -632,23 +531,6 @@ def step_binarize(dest: Path, args: argparse.Namespace) -> None:
                         tmp / f"{split}.{SRC_LANG}-{TGT_LANG}.docids")
     verify_counts(dest, tmp)
     publish_dir(tmp, dest / "bin")
-
-
-_MMAP_IDX_MAGIC = b"MMIDIDX\x00\x00"
-
-
-def idx_length(path: Path) -> int:
-    """Number of sentences in a fairseq mmap ``.idx`` file (header only).
-
-    Layout as written by fairseq's MMapIndexedDataset: 9-byte magic,
-    version (<Q), dtype code (<B), number of sentences (<Q). Reading it
-    directly avoids importing fairseq and torch.
-    """
-    with open(path, "rb") as f:
-        header = f.read(26)
-    if len(header) < 26 or header[:9] != _MMAP_IDX_MAGIC:
-        raise PrepError(f"{path} is not a fairseq mmap index; rerun with --force")
-    return struct.unpack("<Q", header[18:26])[0]
 
 
 def binarized_sizes(bin_dir: Path, split: str) -> Dict[str, int]:

@@ -1,0 +1,402 @@
+"""The pipeline that turns a corpus's raw files into fairseq's binarized
+data: fetch, verify, tokenize, learn and apply subwords, clean, binarize.
+
+Each corpus module (``wmt14_en_de``, ``wmt16_ro_en``, ``wmt17_zh_en``,
+``iwslt``, ``opensubtitles_en_ru``) describes its data as a ``Spec`` and its
+flags as a ``Command``; ``python3 -m fairseq_ctx_prep.CORPUS --help`` lists
+them, and ``scripts/prepare-CORPUS.sh`` runs the module.
+
+Steps (each skipped when its marker in ``DEST/.done`` holds the same settings;
+a step writes ``X.tmp`` and renames it to ``X`` before writing its marker, so
+an interrupted step is redone, never taken as finished)::
+
+    text      fetch + unpack (DEST/orig), read the corpora -> DEST/text/{split}.{lang}[, .docids]
+    tok       Moses punctuation normalization + tokenization (sacremoses,
+              escaping off)                                  -> DEST/tok/
+    subword   learn BPE (subword-nmt) / sentencepiece on train, apply to all
+              splits                                          -> DEST/subword/
+    clean     train pairs filtered by length and length ratio as Moses'
+              clean-corpus-n.perl; valid/test kept whole     -> DEST/final/
+    binarize  fairseq-preprocess (a subprocess: nothing here imports torch),
+              docids copied beside the data, every line
+              count checked                                   -> DEST/bin/
+
+The text-level functions (``fairseq_ctx_prep.text``) are pure and tested in
+``tests/test_prepare_scripts.py`` together with every corpus end to end on
+tiny files laid out like the real ones.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from .archives import ARCHIVES
+from .download import Fetcher, Need, mirror_prefix
+from .files import (SPLITS, Log, Markers, PrepError, count_lines, fresh_dir, idx_length,
+                    iter_lines, publish_dir, run_logged)
+from .text import iwslt_train_pair, keep_pair, map_file, plain_pairs, sgml_pairs, split_group
+
+# Bump when the output of a step changes, so old markers no longer match.
+PIPELINE_VERSION = 1
+
+log = Log("prepare")
+
+
+@dataclass
+class Corpus:
+    """How one split is read: ``kind`` plain | sgml | iwslt-train | groups |
+    unescape; two Needs (source side, target side)."""
+    kind: str
+    src: Need
+    tgt: Need
+
+
+@dataclass
+class Spec:
+    name: str
+    src: str                                  # binarized as --source-lang
+    tgt: str                                  # and --target-lang
+    splits: Dict[str, List[Corpus]]           # train/valid/test -> corpora, concatenated
+    tok: Dict[str, tuple]                     # lang -> processor job of the tok step
+    subword: Dict[str, tuple]                 # "joint" or lang -> ("bpe", merges) | ("spm", vocab, coverage)
+    joined_dictionary: bool
+    clean_ratio: float
+    docids: bool = False                      # write {split}.{src}-{tgt}.docids
+    extra_train: List[Tuple[Path, Path]] = field(default_factory=list)
+    settings: dict = field(default_factory=dict)
+
+
+def need(archive_key_or_archive, member: Optional[str]) -> Need:
+    archive = ARCHIVES[archive_key_or_archive] if isinstance(archive_key_or_archive, str) \
+        else archive_key_or_archive
+    return archive, member
+
+
+def pair_corpus(kind: str, archive, src_member: str, tgt_member: str, tgt_archive=None) -> Corpus:
+    return Corpus(kind, need(archive, src_member), need(tgt_archive or archive, tgt_member))
+
+
+# --------------------------------------------------------------------------
+# Steps
+# --------------------------------------------------------------------------
+
+def _corpus_pairs(corpus: Corpus, paths) -> Iterator[Tuple[str, str, Optional[str]]]:
+    """(src, tgt, docid or None) of one corpus."""
+    s = paths[(corpus.src[0].name, corpus.src[1])]
+    t = paths[(corpus.tgt[0].name, corpus.tgt[1])]
+    if corpus.kind == "plain":
+        for a, b in plain_pairs(s, t):
+            yield a, b, None
+    elif corpus.kind == "sgml":
+        yield from sgml_pairs(s, t)
+    elif corpus.kind == "iwslt-train":
+        for a, b in plain_pairs(s, t):
+            pair = iwslt_train_pair(a, b)
+            if pair is not None:
+                yield pair[0], pair[1], None
+    elif corpus.kind == "groups":
+        for n, (a, b) in enumerate(plain_pairs(s, t), 1):
+            sa, sb = split_group(a), split_group(b)
+            if len(sa) != len(sb):
+                raise PrepError(f"line {n}: {s} has {len(sa)} sentences, {t} {len(sb)}")
+            for x, y in zip(sa, sb):
+                yield x, y, str(n)
+    else:
+        raise ValueError(corpus.kind)
+
+
+def step_text(dest: Path, spec: Spec, fetcher: Fetcher) -> dict:
+    needs = [n for corpora in spec.splits.values() for c in corpora for n in (c.src, c.tgt)]
+    paths = fetcher.fetch(needs)
+    tmp, counts = fresh_dir(dest / "text"), {}
+    for split, corpora in spec.splits.items():
+        sources = list(corpora)
+        n = 0
+        with open(tmp / f"{split}.{spec.src}", "w", encoding="utf-8") as fs, \
+                open(tmp / f"{split}.{spec.tgt}", "w", encoding="utf-8") as ft, \
+                open(tmp / f"{split}.docids" if spec.docids else os.devnull, "w",
+                     encoding="utf-8") as fd:
+            streams = [_corpus_pairs(c, paths) for c in sources]
+            if split == "train":
+                streams += [((a, b, None) for a, b in plain_pairs(ps, pt))
+                            for ps, pt in spec.extra_train]
+            for i, stream in enumerate(streams):
+                for a, b, doc in stream:
+                    fs.write(a + "\n")
+                    ft.write(b + "\n")
+                    fd.write(f"{split}-{i}-{doc}\n")
+                    n += 1
+        if n == 0:
+            raise PrepError(f"no {split} sentence pairs were read")
+        counts[split] = n
+        log(f"text: {split} {n} sentence pairs")
+    publish_dir(tmp, dest / "text")
+    return counts
+
+
+def step_tok(dest: Path, spec: Spec, workers: int) -> None:
+    tmp = fresh_dir(dest / "tok")
+    for split in SPLITS:
+        for lang in (spec.src, spec.tgt):
+            map_file(dest / "text" / f"{split}.{lang}", tmp / f"{split}.{lang}", spec.tok[lang], workers)
+    publish_dir(tmp, dest / "tok")
+
+
+def _learn(kind: tuple, inputs: List[Path], prefix: Path, workers: int) -> tuple:
+    """Learn one subword model on the concatenation of ``inputs``; returns
+    the processor job that applies it."""
+    joint = prefix.with_name(prefix.name + ".input")
+    with open(joint, "w", encoding="utf-8") as out:
+        for path in inputs:
+            for line in iter_lines(path):
+                out.write(line + "\n")
+    if kind[0] == "bpe":
+        from subword_nmt.learn_bpe import learn_bpe
+        codes = prefix.with_name(prefix.name + ".codes")
+        with open(joint, encoding="utf-8") as fin, open(codes, "w", encoding="utf-8") as fout:
+            learn_bpe(fin, fout, kind[1], num_workers=workers)
+        joint.unlink()
+        return ("bpe", str(codes))
+    import sentencepiece as spm
+    try:
+        spm.SentencePieceTrainer.train(
+            input=str(joint), model_prefix=str(prefix), vocab_size=kind[1], model_type="bpe",
+            character_coverage=kind[2], hard_vocab_limit=False, num_threads=max(1, workers),
+            input_sentence_size=10_000_000, shuffle_input_sentence=True, minloglevel=2)
+    except RuntimeError as err:
+        raise PrepError(f"sentencepiece training failed: {err}") from None
+    joint.unlink()
+    return ("spm", str(prefix) + ".model")
+
+
+def step_subword(dest: Path, spec: Spec, workers: int) -> None:
+    tok, tmp = dest / "tok", fresh_dir(dest / "subword")
+    jobs = {}
+    if "joint" in spec.subword:
+        job = _learn(spec.subword["joint"], [tok / f"train.{spec.src}", tok / f"train.{spec.tgt}"],
+                     tmp / "joint", workers)
+        jobs = {spec.src: job, spec.tgt: job}
+    else:
+        for lang in (spec.src, spec.tgt):
+            jobs[lang] = _learn(spec.subword[lang], [tok / f"train.{lang}"], tmp / lang, workers)
+    final = dest / "subword"
+    for split in SPLITS:
+        for lang, job in jobs.items():
+            map_file(tok / f"{split}.{lang}", tmp / f"{split}.{lang}", job, workers)
+    publish_dir(tmp, final)
+    log("subword: model(s) in " + ", ".join(sorted(p.name for p in final.iterdir()
+                                                  if p.suffix in (".codes", ".model"))))
+
+
+def step_clean(dest: Path, spec: Spec, args) -> dict:
+    """Filter train pairs (whole documents for docid data, so that every
+    kept sentence keeps its context); valid/test unchanged."""
+    sub, text, tmp = dest / "subword", dest / "text", fresh_dir(dest / "final")
+    for split in ("valid", "test"):
+        for lang in (spec.src, spec.tgt):
+            shutil.copyfile(sub / f"{split}.{lang}", tmp / f"{split}.{lang}")
+        if spec.docids:
+            shutil.copyfile(text / f"{split}.docids", tmp / f"{split}.docids")
+    rows = zip(iter_lines(sub / f"train.{spec.src}"), iter_lines(sub / f"train.{spec.tgt}"),
+               iter_lines(text / "train.docids") if spec.docids else itertools.count())
+    # a unit is kept or dropped whole: a document, or a single pair
+    units = (list(g) for _, g in itertools.groupby(rows, key=lambda row: row[2]))
+    kept = total = 0
+    with open(tmp / f"train.{spec.src}", "w", encoding="utf-8") as fs, \
+            open(tmp / f"train.{spec.tgt}", "w", encoding="utf-8") as ft, \
+            open(tmp / "train.docids" if spec.docids else os.devnull, "w", encoding="utf-8") as fd:
+        for unit in units:
+            total += len(unit)
+            if all(keep_pair(s, t, args.min_len, args.max_len, spec.clean_ratio) for s, t, _ in unit):
+                kept += len(unit)
+                for s, t, d in unit:
+                    fs.write(s + "\n")
+                    ft.write(t + "\n")
+                    fd.write(f"{d}\n")
+    if kept == 0:
+        raise PrepError(f"cleaning kept no training pair of {total} (check --min-len, "
+                        "--max-len, --clean-ratio)")
+    publish_dir(tmp, dest / "final")
+    log(f"clean: kept {kept} of {total} training pairs")
+    return {"train_before_clean": total, "train": kept}
+
+
+def bin_prefix(bin_dir: Path, spec: Spec, split: str, lang: str) -> Path:
+    return bin_dir / f"{split}.{spec.src}-{spec.tgt}.{lang}"
+
+
+def verify_counts(dest: Path, spec: Spec) -> Dict[str, int]:
+    """Every split: same number of lines in both final sides, the binarized
+    data and the docids file (if any). Returns the counts."""
+    counts = {}
+    for split in SPLITS:
+        seen = {}
+        for lang in (spec.src, spec.tgt):
+            seen[f"final {lang}"] = count_lines(dest / "final" / f"{split}.{lang}")
+            idx = Path(str(bin_prefix(dest / "bin", spec, split, lang)) + ".idx")
+            if not idx.is_file():
+                raise PrepError(f"{idx} is missing; rerun with --force")
+            seen[f"bin {lang}"] = idx_length(idx)
+        if spec.docids:
+            seen["docids"] = count_lines(dest / "bin" / f"{split}.{spec.src}-{spec.tgt}.docids")
+        if len(set(seen.values())) != 1:
+            raise PrepError(f"line counts disagree for {split}: {seen}; rerun with --force")
+        counts[split] = seen[f"final {spec.src}"]
+    return counts
+
+
+def step_binarize(dest: Path, spec: Spec, workers: int) -> None:
+    final, tmp = dest / "final", fresh_dir(dest / "bin")
+    cmd = [sys.executable, "-m", "fairseq_cli.preprocess",
+           "--source-lang", spec.src, "--target-lang", spec.tgt,
+           "--trainpref", str(final / "train"), "--validpref", str(final / "valid"),
+           "--testpref", str(final / "test"), "--destdir", str(tmp), "--workers", str(max(1, workers))]
+    if spec.joined_dictionary:
+        cmd.append("--joined-dictionary")
+    run_logged(cmd, dest / "binarize.log")
+    if spec.docids:
+        for split in SPLITS:
+            shutil.copyfile(final / f"{split}.docids", tmp / f"{split}.{spec.src}-{spec.tgt}.docids")
+    publish_dir(tmp, dest / "bin")
+    verify_counts(dest, spec)
+
+
+# --------------------------------------------------------------------------
+# Command line and driver
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Command:
+    """The command line of one corpus (``python3 -m fairseq_ctx_prep.MODULE``,
+    prog ``prepare-NAME``): the flags every corpus shares, the corpus's own
+    (``add_arguments``), and how its Spec is made from them."""
+    name: str
+    description: str
+    dest: str                                          # default DEST, as the help shows it
+    make_spec: Callable[[argparse.Namespace], Spec]
+    add_arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+    merges: Optional[int] = 32000                      # None: no --merges (sentencepiece only)
+    clean_ratio: float = 1.5
+    extra_train: bool = True
+
+    def parser(self) -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(prog=f"prepare-{self.name}", description=self.description)
+        add_common_arguments(parser, self.dest, self.merges, self.clean_ratio)
+        self.add_arguments(parser)
+        if self.extra_train:
+            parser.add_argument("--extra-train", action="append", default=[], metavar="PREFIX",
+                                help="add the raw parallel files PREFIX.SRC / PREFIX.TGT to "
+                                     "train (repeatable)")
+        return parser
+
+    def parse_args(self, argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+        parser = self.parser()
+        args = parser.parse_args(argv)
+        for flag in ("merges", "vocab_size", "zh_vocab_size"):
+            if getattr(args, flag, 1) is not None and getattr(args, flag, 1) < 0:
+                parser.error(f"--{flag.replace('_', '-')} must be >= 0")
+        if args.min_len < 1 or args.max_len < args.min_len:
+            parser.error("need 1 <= --min-len <= --max-len")
+        if args.workers < 1:
+            parser.error("--workers must be >= 1")
+        return args
+
+    def main(self, argv: Optional[Sequence[str]] = None) -> int:
+        args = self.parse_args(argv)
+        log.prog = f"prepare-{self.name}"
+        try:
+            run_pipeline(self, args)
+        except (PrepError, OSError) as err:
+            print(f"{log.prog}: error: {err}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print(f"{log.prog}: interrupted; rerun to resume", file=sys.stderr)
+            return 130
+        return 0
+
+
+def add_common_arguments(p: argparse.ArgumentParser, dest: str, merges: Optional[int] = 32000,
+                         clean_ratio: float = 1.5) -> None:
+    p.add_argument("--dest", type=Path, default=None,
+                   help=f"output directory (default: {dest})")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--from", dest="from_dir", type=Path, metavar="DIR",
+                     help="take the raw files from DIR (archives under their names, or "
+                          "their unpacked contents); download nothing")
+    src.add_argument("--mirror", metavar="PREFIX",
+                     help="download PREFIX/NAME instead of the official URLs (a URL prefix "
+                          "or a local directory)")
+    if merges is not None:
+        p.add_argument("--merges", type=int, default=merges,
+                       help=f"subword-nmt BPE merge operations (default: {merges})")
+    p.add_argument("--clean-ratio", type=float, default=clean_ratio,
+                   help="drop training pairs where one side has more than this many times "
+                        f"the tokens of the other, after subwords; 0: off (default: {clean_ratio})")
+    p.add_argument("--min-len", type=int, default=1, help="drop shorter training pairs (tokens)")
+    p.add_argument("--max-len", type=int, default=250, help="drop longer training pairs (tokens)")
+    p.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1),
+                   help="processes for tokenization, subwords and fairseq-preprocess")
+    p.add_argument("--skip-checksums", action="store_true",
+                   help="do not compare archives with their published md5 sums")
+    p.add_argument("--force", action="store_true", help="redo every step (downloads are kept)")
+
+
+def make_spec(command: Command, args: argparse.Namespace) -> Spec:
+    spec = command.make_spec(args)
+    for prefix in getattr(args, "extra_train", []):
+        pair = (Path(f"{prefix}.{spec.src}"), Path(f"{prefix}.{spec.tgt}"))
+        for path in pair:
+            if not path.is_file():
+                raise PrepError(f"missing raw file: {path} (--extra-train {prefix})")
+        spec.extra_train.append(pair)
+    return spec
+
+
+def run_pipeline(command: Command, args: argparse.Namespace) -> dict:
+    start = time.time()
+    spec = make_spec(command, args)
+    log.prog = "prepare-" + spec.name
+    dest = args.dest or Path("data") / spec.name
+    dest.mkdir(parents=True, exist_ok=True)
+    fetcher = Fetcher(dest, args.from_dir.resolve() if args.from_dir else None,
+                      mirror_prefix(args.mirror) if args.mirror else None, log,
+                      check_md5=not args.skip_checksums)
+    markers = Markers(dest)
+    if args.force:
+        markers.clear()
+    stats_path = dest / "stats.json"
+    try:
+        stats = json.loads(stats_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stats = {}
+    settings: dict = {"dataset": spec.name, "version": PIPELINE_VERSION, **spec.settings,
+                      "extra_train": [str(p) for p, _ in spec.extra_train]}
+    steps = [
+        ("text", "text", {}, lambda: stats.update(text=step_text(dest, spec, fetcher))),
+        ("tok", "tok", {"tok": {k: list(v) for k, v in spec.tok.items()}},
+         lambda: step_tok(dest, spec, args.workers)),
+        ("subword", "subword", {"subword": {k: list(v) for k, v in spec.subword.items()}},
+         lambda: step_subword(dest, spec, args.workers)),
+        ("clean", "final", {"min_len": args.min_len, "max_len": args.max_len,
+                            "clean_ratio": spec.clean_ratio},
+         lambda: stats.update(clean=step_clean(dest, spec, args))),
+        ("binarize", "bin", {"joined_dictionary": spec.joined_dictionary},
+         lambda: step_binarize(dest, spec, args.workers)),
+    ]
+    markers.run(steps, settings, dest, log)
+    stats["final"] = verify_counts(dest, spec)
+    stats["languages"] = [spec.src, spec.tgt]
+    tmp = stats_path.with_name("stats.json.tmp")
+    tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(stats_path)
+    log("done: " + ", ".join(f"{s} {n} pairs" for s, n in stats["final"].items())
+        + f" in {dest / 'bin'} ({time.time() - start:.0f} s)")
+    return stats
