@@ -1,0 +1,99 @@
+"""What the converged study trains: one model size, one recipe, one stopping
+rule for every run (see ``docs/study.md`` for why this size).
+
+Size: 3+3 layers, d=128, FFN 512, 4 heads, shared embeddings (1.6-2.2M
+parameters with the Bible corpus's 8k joint vocabulary).  On one CPU core the
+baseline makes about 0.75 updates/s (274 updates, about 6 minutes, per epoch);
+the d=256 size of the quickstart makes 0.3-0.4 updates/s and would need about
+twice the study's budget to reach its plateau.
+
+Recipe: Adam (0.9, 0.98), inverse square-root schedule with 400 warm-up
+updates to 2e-3 (a d=128 model takes a larger peak rate than Base's 7e-4;
+Vaswani's rule d^-0.5 * warmup^-0.5 gives 4.4e-3), dropout 0.1, label
+smoothing 0.1, 4096-token batches, gradient norm clipped at 1.
+
+Stopping rule (the same for all): validate after every epoch; stop when the
+best validation loss is ``PATIENCE`` epochs old, or after ``MAX_EPOCHS``.
+The study drives fairseq one epoch at a time (``--max-epoch`` raised by one,
+resuming from ``checkpoint_last.pt``), so the rule survives interruptions
+exactly: fairseq's own ``--patience`` counter lives in memory and would restart
+at zero on every resume.  The last ``AVERAGE`` epoch checkpoints are averaged
+for decoding, as the papers average their last checkpoints.
+
+Every run uses ``--task document_translation``: the task adds its separator
+symbol to the dictionaries, so every model here has the same vocabulary (the
+baseline, sentence-level, simply ignores the context), GRET can start from the
+baseline's weights, and paired comparisons decode the same data.
+"""
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+PATIENCE = 3
+MAX_EPOCHS = 25
+AVERAGE = 5
+
+SIZE = [
+    "--encoder-layers", "3", "--decoder-layers", "3",
+    "--encoder-embed-dim", "128", "--decoder-embed-dim", "128",
+    "--encoder-ffn-embed-dim", "512", "--decoder-ffn-embed-dim", "512",
+    "--encoder-attention-heads", "4", "--decoder-attention-heads", "4",
+    "--share-all-embeddings",
+]
+
+RECIPE = [
+    "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "0.002",
+    "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "400", "--warmup-init-lr", "1e-07",
+    "--clip-norm", "1.0", "--dropout", "0.1", "--weight-decay", "0.0001",
+    "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+    "--max-tokens", "4096", "--required-batch-size-multiple", "1", "--num-workers", "0",
+    "--keep-last-epochs", str(AVERAGE), "--log-format", "simple", "--log-interval", "50",
+]
+
+DOC_TASK = ["--task", "document_translation", "--context-size", "1"]
+
+
+@dataclass
+class Run:
+    """One training run: ``name`` is its directory under the study's output."""
+
+    name: str
+    arch: str
+    seed: int = 1
+    # flags for training and decoding alike (task mode, architecture options)
+    flags: List[str] = field(default_factory=list)
+    # a run whose checkpoint_best.pt initialises this one (GRET)
+    warm_start: Optional[str] = None
+    # decode again with --shuffle-context and score the contrastive set
+    uses_context: bool = False
+    label: str = ""
+
+    @property
+    def task_flags(self) -> List[str]:
+        return DOC_TASK + self.flags
+
+
+# Training order = order of importance: the seed repeats come last.
+RUNS = [
+    Run("transformer", "transformer", label="Transformer (baseline)"),
+    Run("transformer_ctxenc", "transformer_ctxenc", uses_context=True, label="Context encoder (Voita)"),
+    Run("concat", "transformer", flags=["--concat-context"], uses_context=True, label="Concatenation"),
+    Run("transformer_ctxsan", "transformer_ctxsan", label="CSAN deep-global+deep (Yang)"),
+    Run("transformer_dc", "transformer_dc", label="Enc-DC (Ampomah)"),
+    Run("transformer_gret", "transformer_gret", warm_start="transformer", label="GRET (Weng), warm start"),
+    Run("transformer_ctxenc_random", "transformer_ctxenc", flags=["--context-mode", "random"],
+        uses_context=True, label="Context encoder, random context"),
+    Run("transformer-seed2", "transformer", seed=2, label="Transformer, seed 2"),
+    Run("transformer_ctxenc-seed2", "transformer_ctxenc", seed=2, uses_context=True,
+        label="Context encoder, seed 2"),
+]
+
+
+def by_name(names=None) -> List[Run]:
+    if not names:
+        return list(RUNS)
+    known = {run.name: run for run in RUNS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"study: error: --runs: unknown run(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(known)}")
+    return [known[n] for n in names]

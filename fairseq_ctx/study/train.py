@@ -1,0 +1,147 @@
+"""Training one study run, an epoch per fairseq invocation.
+
+Each invocation resumes from ``checkpoint_last.pt`` with ``--max-epoch``
+raised by one and writes its own log ``logs/epoch-NNN.log``; the validation
+history is read back from those logs, so a run killed at any point continues
+with the same command and loses at most the epoch it was in.  ``train.done``
+marks a finished run, which is never trained again.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from typing import Dict, List
+
+from fairseq_ctx.study.runs import MAX_EPOCHS, PATIENCE, RECIPE, SIZE, Run
+
+# fairseq's validation summary, e.g.
+# "| valid | epoch 003 | valid on 'valid' subset | loss 6.91 | nll_loss 5.6 | ... | num_updates 822 | ..."
+_VALID_RE = re.compile(r"\| valid \| epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+) \| nll_loss ([\d.]+)"
+                       r".*?\| num_updates (\d+)")
+_PARAMS_RE = re.compile(r"num\. shared model params: ([\d,]+)")
+
+
+class StudyError(Exception):
+    """One line for the user, no traceback."""
+
+
+def run_dir(out: str, run: Run) -> str:
+    return os.path.join(out, run.name)
+
+
+def log_path(out: str, run: Run, epoch: int) -> str:
+    return os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.log")
+
+
+def history(out: str, run: Run) -> List[Dict]:
+    """Validation results per finished epoch, from the epoch logs (in order)."""
+    logs = os.path.join(run_dir(out, run), "logs")
+    rows = {}
+    if not os.path.isdir(logs):
+        return []
+    for name in sorted(os.listdir(logs)):
+        m = re.fullmatch(r"epoch-(\d+)\.log", name)
+        if not m:
+            continue
+        epoch = int(m.group(1))
+        with open(os.path.join(logs, name), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                v = _VALID_RE.search(line)
+                if v and int(v.group(1)) == epoch:
+                    rows[epoch] = {"epoch": epoch, "updates": int(v.group(4)), "valid_loss": float(v.group(2)),
+                                   "valid_nll_loss": float(v.group(3))}
+        seconds = os.path.join(logs, f"epoch-{epoch:03d}.seconds")
+        if epoch in rows and os.path.exists(seconds):
+            rows[epoch]["seconds"] = float(open(seconds).read())
+    out_rows, total = [], 0.0
+    for epoch in sorted(rows):
+        if epoch != len(out_rows) + 1:
+            break  # a gap: epochs after it are not trusted
+        total += rows[epoch].get("seconds", 0.0)
+        out_rows.append(dict(rows[epoch], train_seconds=round(total, 1)))
+    return out_rows
+
+
+def should_stop(hist: List[Dict]) -> str:
+    """The study's stopping rule: '' to go on, else the reason."""
+    if not hist:
+        return ""
+    best = min(range(len(hist)), key=lambda i: hist[i]["valid_loss"])
+    if len(hist) - 1 - best >= PATIENCE:
+        return f"no improvement for {PATIENCE} epochs (best epoch {best + 1})"
+    if len(hist) >= MAX_EPOCHS:
+        return f"reached {MAX_EPOCHS} epochs"
+    return ""
+
+
+def done_marker(out: str, run: Run) -> str:
+    return os.path.join(run_dir(out, run), "train.done")
+
+
+def is_trained(out: str, run: Run) -> bool:
+    return os.path.exists(done_marker(out, run))
+
+
+def params_from_logs(out: str, run: Run) -> int:
+    path = log_path(out, run, 1)
+    if os.path.exists(path):
+        m = _PARAMS_RE.search(open(path, encoding="utf-8", errors="replace").read())
+        if m:
+            return int(m.group(1).replace(",", ""))
+    return 0
+
+
+def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int) -> List[str]:
+    cmd = [sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", user_dir, "--arch", run.arch,
+           *SIZE, *RECIPE, *run.task_flags, "--seed", str(run.seed), "--cpu",
+           "--save-dir", run_dir(out, run), "--max-epoch", str(epoch)]
+    if run.warm_start:
+        cmd += ["--gret-warm-start", os.path.join(out, run.warm_start, "checkpoint_best.pt")]
+    return cmd
+
+
+def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print) -> bool:
+    """Train ``run`` until the stopping rule holds.  Returns False when it
+    cannot start yet (its warm start is not trained)."""
+    if is_trained(out, run):
+        return True
+    if run.warm_start:
+        from fairseq_ctx.study.runs import by_name
+
+        if not is_trained(out, by_name([run.warm_start])[0]):
+            echo(f"[study] {run.name}: waits for {run.warm_start} (its warm start)")
+            return False
+    os.makedirs(os.path.join(run_dir(out, run), "logs"), exist_ok=True)
+    while True:
+        hist = history(out, run)
+        reason = should_stop(hist)
+        if reason:
+            best = min(hist, key=lambda h: h["valid_loss"])
+            record = {"reason": reason, "epochs": len(hist), "updates": hist[-1]["updates"],
+                      "best_epoch": best["epoch"], "best_valid_loss": best["valid_loss"],
+                      "train_seconds": hist[-1]["train_seconds"], "params": params_from_logs(out, run)}
+            with open(done_marker(out, run), "w") as f:
+                json.dump(record, f, indent=1)
+            echo(f"[study] {run.name}: trained, {reason}; {record['updates']} updates, best valid loss "
+                 f"{record['best_valid_loss']:.3f}, {record['train_seconds'] / 60:.1f} min")
+            return True
+        epoch = len(hist) + 1
+        cmd = train_command(bin_dir, user_dir, out, run, epoch)
+        path = log_path(out, run, epoch)
+        echo(f"[study] {run.name}: epoch {epoch} (log {path})")
+        start = time.time()
+        with open(path, "w") as log:
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        if code != 0:
+            raise StudyError(f"{run.name}: fairseq-train failed (exit {code}); see {path}")
+        got = [h for h in history(out, run) if h["epoch"] == epoch]
+        if not got:
+            raise StudyError(f"{run.name}: epoch {epoch} ended without a validation result; see {path}")
+        with open(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.seconds"), "w") as f:
+            f.write(f"{time.time() - start:.1f}")
+        h = history(out, run)[-1]
+        echo(f"[study] {run.name}: epoch {epoch}: {h['updates']} updates, valid loss {h['valid_loss']:.3f}, "
+             f"{h['train_seconds'] / 60:.1f} min so far")
