@@ -119,6 +119,51 @@ def test_context_changes_output_and_none_is_empty_context():
     assert torch.allclose(none, empty)
 
 
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_encoder_matches_gated_mixture_written_out(pre_norm):
+    """The encoder output equals the paper's model transcribed from fairseq's
+    own layers: source and context through the shared layers 1..N-1, the
+    context through its own layer N, and the gated layer N of the source
+    c_s = SelfAttn(x), c_c = CtxAttn(x, ctx), g = sigmoid(W_g [c_s; c_c] + b_g),
+    c = g * c_s + (1 - g) * c_c, then residual, layer norm and FFN."""
+    model = tiny(["--encoder-layers", "3"] + (["--encoder-normalize-before"] if pre_norm else []))
+    enc = model.encoder
+    src = rand_tokens(3, 0, 30, lengths=[6, 4, 5])
+    ctx = rand_tokens(3, 0, 31, lengths=[3, 5, 2])
+    with torch.no_grad():
+        out = enc(src, ctx_tokens=ctx, return_gate=True)
+
+        def lower(tokens):  # embeddings and the shared layers, T x B x C
+            mask = tokens.eq(1)
+            x = enc.forward_embedding(tokens)[0] * (~mask).unsqueeze(-1)
+            x = x.transpose(0, 1)
+            for layer in enc.layers[:-1]:
+                x = layer(x, encoder_padding_mask=mask)
+            return x, mask
+
+        x, src_mask = lower(src)
+        c, ctx_mask = lower(ctx)
+        c = enc.ctx_layer(c, encoder_padding_mask=ctx_mask)
+        if pre_norm:
+            c = enc.ctx_layer_norm(c)
+        last = enc.layers[-1]
+        h = last.self_attn_layer_norm(x) if pre_norm else x
+        c_s, _ = last.self_attn(query=h, key=h, value=h, key_padding_mask=src_mask)
+        c_c, _ = last.ctx_attn(query=h, key=c, value=c, key_padding_mask=ctx_mask)
+        g = torch.sigmoid(torch.cat([c_s, c_c], dim=-1) @ last.gate.weight.t() + last.gate.bias)
+        y = x + (g * c_s + (1 - g) * c_c)
+        y = y if pre_norm else last.self_attn_layer_norm(y)
+        h = last.final_layer_norm(y) if pre_norm else y
+        y = y + last.fc2(torch.relu(last.fc1(h)))
+        y = enc.layer_norm(y) if pre_norm else last.final_layer_norm(y)
+    real_ctx = (~ctx_mask).t().unsqueeze(-1)
+    torch.testing.assert_close(out["ctx_out"][0] * real_ctx, c * real_ctx, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out["ctx_gate"][0], g, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out["encoder_out"][0], y, atol=1e-5, rtol=1e-5)
+    # the gate is far from 1/2, so the two branches of the mixture can be told apart
+    assert (g - 0.5).abs().max() > 0.05 and (c_s - c_c).abs().max() > 0.1
+
+
 @pytest.mark.parametrize("path", ["joint", "separate", "chunked"])
 def test_shared_pass_strategies_agree(monkeypatch, path):
     """Joint source+context batch, separate passes and length-grouped context

@@ -59,6 +59,70 @@ def test_module_shapes_and_weights():
     assert n_params(m) == expected
 
 
+def _reference_dc(m, r, key_padding_mask, attn_mask):
+    """Eq. 6-8 written out with the module's parameters: the local unit
+    l_c = LN(GLU([r_{t-a}..r_{t+b}] W_r + b_r) + r) over zero-padded inputs,
+    h_l = FI(r, l_c), h_g = FI(r, r) with FI(A, B) = concat_i ATT(A W^q_i,
+    B W^k_i, B W^v_i), and z_hat = [h_l; h_g] W_z + b_z. r: T x B x C."""
+    T, B, C = r.shape
+    H, hd, f = m.num_heads, m.head_dim, m.kernel_size
+    real = r if key_padding_mask is None else r * (~key_padding_mask).t().unsqueeze(-1)
+    a = f - 1 if m.causal else f // 2
+    padded = torch.cat([r.new_zeros(a, B, C), real, r.new_zeros(f - 1 - a, B, C)])
+    window = torch.cat([padded[k:k + T] for k in range(f)], dim=-1)  # T x B x f*C
+    w_r = m.conv_weight.permute(1, 0, 2).reshape(2 * C, f * C)
+    ln = m.local_layer_norm
+    l_c = torch.nn.functional.layer_norm(
+        torch.nn.functional.glu(window @ w_r.t() + m.conv_bias, dim=-1) + r, (C,), ln.weight, ln.bias, ln.eps)
+    wq_l, wq_g, wk_g, wv_g = m.r_proj.weight.split(C)
+    bq_l, bq_g, bk_g, bv_g = m.r_proj.bias.split(C)
+    wk_l, wv_l = m.lc_proj.weight.split(C)
+    bk_l, bv_l = m.lc_proj.bias.split(C)
+    mask = torch.zeros(B, 1, T, T)
+    if key_padding_mask is not None:
+        mask = mask.masked_fill(key_padding_mask.view(B, 1, 1, T), float("-inf"))
+    if attn_mask is not None:
+        mask = mask + attn_mask
+
+    def fi(a_in, b_in, wq, bq, wk, bk, wv, bv):
+        q = (a_in @ wq.t() + bq).view(T, B, H, hd)
+        k = (b_in @ wk.t() + bk).view(T, B, H, hd)
+        v = (b_in @ wv.t() + bv).view(T, B, H, hd)
+        att = torch.softmax(torch.einsum("tbhe,sbhe->bhts", q, k) / hd ** 0.5 + mask, dim=-1)
+        return torch.einsum("bhts,sbhe->tbhe", att, v).reshape(T, B, C)
+
+    h_l = fi(r, l_c, wq_l, bq_l, wk_l, bk_l, wv_l, bv_l)
+    h_g = fi(r, r, wq_g, bq_g, wk_g, bk_g, wv_g, bv_g)
+    return torch.cat([h_l, h_g], dim=-1) @ m.out_proj.weight.t() + m.out_proj.bias
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("f", [2, 3])
+def test_module_matches_eq6_to_8_written_out(f, causal):
+    """The fused module (one GEMM per input, both FI units in one attention
+    call) equals Eq. 6-8 transcribed, for the encoder (centred, with padding)
+    and the decoder (causal mask); every parameter is randomised, biases and
+    the layer norm included, so no block can stand in for another."""
+    torch.manual_seed(0)
+    C, H, T, B = 8, 2, 6, 3
+    m = DualContextualModule(C, H, kernel_size=f, causal=causal).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_(std=0.5)
+    r = torch.randn(T, B, C)
+    kpm, attn_mask = None, None
+    if causal:
+        attn_mask = torch.triu(torch.full((T, T), float("-inf")), 1)
+    else:
+        kpm = torch.zeros(B, T, dtype=torch.bool)
+        kpm[1, :2] = True
+        kpm[2, :4] = True
+    expected = _reference_dc(m, r, kpm, attn_mask)
+    for need_weights in (False, True):
+        z, _ = m(r, r, r, key_padding_mask=kpm, attn_mask=attn_mask, need_weights=need_weights)
+        torch.testing.assert_close(z, expected, atol=1e-5, rtol=1e-5)
+
+
 def test_layer_spec_parsing_and_bad_flags():
     assert parse_layer_spec("all", 6, "--x") == list(range(6))
     assert parse_layer_spec("none", 6, "--x") == []

@@ -102,6 +102,71 @@ def test_routing_padding_contributes_nothing(softmax_over):
         torch.testing.assert_close(routing(padded, mask), alone, atol=1e-6, rtol=1e-5)
 
 
+def _squash_eq4(t):
+    """Eq. 4 as printed: |t|^2 / (1 + |t|^2) * t / |t| (t is never zero here)."""
+    sq = (t * t).sum(-1, keepdim=True)
+    return sq / (1 + sq) * t / sq.sqrt()
+
+
+def reference_global_state(glob, layer_states, lengths, iterations, softmax_dim):
+    """s^M of every sentence from the encoder layers' outputs (each T x B x d,
+    left-padded), by the paper's equations, one sentence at a time over its
+    real positions only: Algorithm 1 with ``iterations`` rounds and the
+    per-capsule W_k = diag(v_k) W materialised (Eq. 2-6), attentive pooling
+    (Eq. 7-9, FFN = tanh(linear), the module's documented choice) and the GRU
+    of Eq. 10 written out gate by gate from s^0 = 0."""
+    gru = glob.gru
+    d = gru.hidden_size
+    out = []
+    for b, n in enumerate(lengths):
+        s = torch.zeros(d)
+        for m, states in enumerate(layer_states):
+            routing, pool = glob.routing[m], glob.pooling[m]
+            h = states[states.size(0) - n:, b]  # I x d
+            w_k = routing.capsule_scale.unsqueeze(-1) * routing.proj.weight  # K x d x d
+            h_hat = torch.einsum("kde,ie->kid", w_k, h)  # Eq. 3: K x I x d
+            logits = torch.zeros(h_hat.shape[:2])  # B of Algorithm 1: K x I
+            for _ in range(iterations):
+                c = F.softmax(logits, dim=softmax_dim)  # Eq. 5
+                u = _squash_eq4((c.unsqueeze(-1) * h_hat).sum(1))  # Eq. 2: K x d
+                logits = logits + (h_hat * u.unsqueeze(1)).sum(-1)  # Eq. 6
+            s_hat = torch.tanh(pool.query_ffn(u.mean(0)))  # Eq. 9
+            a = F.softmax(u @ s_hat, dim=0)  # Eq. 8
+            x = torch.tanh(pool.out_ffn((a.unsqueeze(-1) * u).sum(0)))  # Eq. 7: ATP(U^m)
+            gi = gru.weight_ih @ x + gru.bias_ih  # Eq. 10, GRU(x, s^{m-1})
+            gh = gru.weight_hh @ s + gru.bias_hh
+            r = torch.sigmoid(gi[:d] + gh[:d])
+            z = torch.sigmoid(gi[d:2 * d] + gh[d:2 * d])
+            cand = torch.tanh(gi[2 * d:] + r * gh[2 * d:])
+            s = (1 - z) * cand + z * s
+        out.append(s)
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("iters,softmax_over", [(1, "capsules"), (3, "capsules"), (5, "capsules"),
+                                                (3, "positions")])
+def test_global_state_rebuilt_from_encoder_states(iters, softmax_over):
+    """encoder_out["gret_global"] equals s^M rebuilt by Eq. 2-10 from the
+    outputs of encoder layers 1..M (``encoder_states[1:]``; [0] is the
+    embedding), with the routing count taken from --gret-routing-iters."""
+    model, d = tiny_gret(["--encoder-layers", "3", "--gret-capsules", "5", "--gret-routing-iters", str(iters),
+                          "--gret-routing-softmax", softmax_over])
+    lengths = [6, 9, 4]
+    src = left_pad(random_sentences(d, lengths, seed=7), d.pad())
+    with torch.no_grad():
+        out = model.encoder(src, torch.tensor(lengths), return_all_hiddens=True)
+        states = out["encoder_states"]
+        assert len(states) == 4 and torch.equal(states[-1], out["encoder_out"][0])  # post-norm
+        dim = 0 if softmax_over == "capsules" else 1
+        glob = model.encoder.gret_global
+        expected = reference_global_state(glob, states[1:], lengths, iters, dim)
+        torch.testing.assert_close(out["gret_global"][0], expected, atol=1e-5, rtol=1e-4)
+        # the comparison can tell the routing counts and the layers apart
+        other = reference_global_state(glob, states[1:], lengths, iters + 2, dim)
+        shifted = reference_global_state(glob, states[:-1], lengths, iters, dim)
+        assert (other - expected).abs().max() > 1e-3 and (shifted - expected).abs().max() > 1e-3
+
+
 def test_squash_zero_vector_and_gradient():
     t = torch.zeros(2, 4, requires_grad=True)
     out = squash(t)

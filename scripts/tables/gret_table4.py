@@ -1,9 +1,0 @@
-#!/usr/bin/env python3
-"""Reproduce the table gret-table4 (fairseq_ctx/tables/; --help for the options,
---smoke for a quick CPU run of every row on the Bible corpus)."""
-import sys
-
-from fairseq_ctx.tables.runner import main
-
-if __name__ == "__main__":
-    sys.exit(main("gret-table4"))
