@@ -37,6 +37,10 @@ with this task has the same vocabulary size whatever the mode.  (It also
 means a checkpoint trained with plain ``--task translation`` has one
 embedding row fewer and must be evaluated with its own task.)
 
+Outside training every sentence is batched: ``--required-batch-size-multiple``
+applies to the training split only (:meth:`DocumentTranslationTask.get_batch_iterator`),
+so ``fairseq-generate``/``-validate`` need no extra flag to translate them all.
+
 The task flags are not read back from the checkpoint: pass the same
 ``--task document_translation --context-size ... [--concat-context]`` to
 ``fairseq-generate``/``-interactive``/``-validate`` as to training.
@@ -205,9 +209,29 @@ class DocumentTranslationTask(TranslationTask):
         self.datasets[split] = DocumentContextDataset(
             pair, index, pair.src, pair.src_sizes, self.sep, input_mode=self._input_mode(),
             max_context_tokens=self.cfg.max_source_positions)
+        if split == self.cfg.train_subset and combine:
+            # fairseq-train loads its training split with combine=True; only
+            # that split keeps --required-batch-size-multiple (get_batch_iterator)
+            self._training_dataset = self.datasets[split]
         logger.info(f"{split}: {len(pair)} sentences in {len(set(docids.tolist()))} documents, "
                     f"context {self.cfg.context_mode} x{self.cfg.context_size}"
                     f"{' shuffled' if self.cfg.shuffle_context else ''}, input {self._input_mode()}")
+
+    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
+                           ignore_invalid_inputs=False, required_batch_size_multiple=1, **kwargs):
+        """fairseq's iterator, with ``--required-batch-size-multiple`` applied to
+        the training split only: fairseq 0.12 drops the last batch when its
+        size is not a multiple (``data_utils.batch_by_size``; fairseq #5036),
+        which in generate/validate/interactive silently loses up to N-1
+        sentences (552 of 553 translated with the default of 8).  Every other
+        dataset (validation, test, inference) is batched with multiple 1."""
+        if required_batch_size_multiple > 1 and dataset is not getattr(self, "_training_dataset", None):
+            logger.info(f"document_translation: --required-batch-size-multiple {required_batch_size_multiple} "
+                        "applies to the training split only; batching this one with 1 so that no "
+                        "sentence is dropped")
+            required_batch_size_multiple = 1
+        return super().get_batch_iterator(dataset, max_tokens, max_sentences, max_positions, ignore_invalid_inputs,
+                                          required_batch_size_multiple, **kwargs)
 
     def build_context_dataset(self, sources: Sequence[torch.Tensor], contexts: Sequence[Sequence[torch.Tensor]],
                               targets: Optional[Sequence[torch.Tensor]] = None, model=None):

@@ -1,0 +1,310 @@
+"""A stateless Python API for translating sentences and documents with a
+fairseq_ctx checkpoint (any architecture, with ``--task document_translation``
+or plain ``--task translation``).
+
+::
+
+    from fairseq_ctx import hub
+    model = hub.from_pretrained("runs/ctxenc/checkpoint_best.pt", data_name_or_path="data/bible/bin",
+                                bpe="sentencepiece", sentencepiece_model="data/bible/spm/spm.model")
+    model.translate(["Y dijo Dios.", ""], context=["En el principio creó Dios los cielos y la tierra.", None])
+    model.translate_document(["En el principio ...", "Y la tierra ...", "Y dijo Dios ..."])
+    model.translate_documents([[...], [...]])
+
+It follows :class:`fairseq.hub_utils.GeneratorHubInterface` (a subclass:
+the same ``encode``/``decode``, tokenizer and BPE from the checkpoint's or the
+caller's configuration, generation keyword arguments such as ``beam``,
+``lenpen``, ``max_len_b``) and differs from fairseq's hub in three ways:
+
+* **No state between calls.** fairseq's hub batches through the task's
+  ``build_dataset_for_inference``, which for ``--task document_translation``
+  is fairseq-interactive's document reader: it keeps the last sentences as
+  the next call's context and reads an empty string as a document break,
+  which gets no output (3 inputs gave 2 outputs).  Here every call builds
+  its own :class:`~fairseq_ctx.data.document_context_dataset.DocumentContextDataset`
+  from the sentences and contexts it is given and from nothing else.
+* **As many outputs as inputs, in input order.**  An empty (or
+  whitespace-only) string translates to ``""`` without reaching the model.
+* **Context as the task defines it** (Voita et al., ACL 2018, Sect. 3: the
+  context of a sentence is the preceding sentence(s) of its document):
+  :meth:`translate` takes an explicit context per sentence;
+  :meth:`translate_document` / :meth:`translate_documents` derive it from
+  each document exactly as the task does from a ``.docids`` file
+  (``compute_context_index`` with the checkpoint's ``--context-size``,
+  ``--context-mode``, ``--context-seed``, ``--shuffle-context``), so their
+  output is the output of ``fairseq-generate`` on the same sentences
+  binarized with one document id per document.  Empty strings inside a
+  document are not sentences: they get ``""`` and are skipped as context.
+
+How the context reaches the model is the task's rule: separate
+``ctx_tokens`` for context-aware architectures (``transformer_ctxenc``), glued
+to the source with ``<sep>`` under ``--concat-context``, ignored by a
+sentence-level model (and by any checkpoint of plain ``--task translation``).
+Batches are sorted by source length and bounded by the configuration's
+``max_tokens``/``batch_size`` (the checkpoint's unless overridden), as
+``fairseq-generate`` batches; with source-side context every sentence's input
+is known up front, so sentences of all documents batch freely.
+"""
+import copy
+import logging
+import os
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from fairseq import utils
+from fairseq.data import LanguagePairDataset
+from fairseq.hub_utils import GeneratorHubInterface
+from omegaconf import open_dict
+
+from fairseq_ctx.data.document_context_dataset import DocumentContextDataset, compute_context_index
+from fairseq_ctx.errors import ConfigError
+from fairseq_ctx.tasks.document_translation import DocumentTranslationTask, accepts_context
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["from_pretrained", "DocumentHubInterface"]
+
+# one explicit context of a sentence: nothing, one sentence, or sentences oldest first
+ContextLike = Union[None, str, Sequence[str]]
+
+
+def from_pretrained(model_name_or_path: str, checkpoint_file: str = "checkpoint_best.pt",
+                    data_name_or_path: str = ".", **kwargs) -> "DocumentHubInterface":
+    """Load a checkpoint as :class:`DocumentHubInterface`.
+
+    As :func:`fairseq.hub_utils.from_pretrained`: ``model_name_or_path`` is
+    the checkpoint's directory (or the checkpoint file itself, then
+    ``checkpoint_file`` is ignored), ``data_name_or_path`` the binarized data
+    directory holding the dictionaries (relative to the model directory when
+    it starts with "."), and every keyword argument overrides the checkpoint's
+    configuration by name (``beam=4``, ``bpe="sentencepiece"``,
+    ``sentencepiece_model=PATH``, ``tokenizer="moses"``, ``context_size=2``,
+    ``max_tokens=4096``, ...).  The task and its flags come from the
+    checkpoint."""
+    import fairseq_ctx  # noqa: F401  (registers the archs and the task; weights-only loading)
+    from fairseq import hub_utils
+
+    if os.path.isfile(model_name_or_path):
+        model_name_or_path, checkpoint_file = os.path.split(os.path.abspath(model_name_or_path))
+    loaded = hub_utils.from_pretrained(model_name_or_path, checkpoint_file=checkpoint_file,
+                                       data_name_or_path=data_name_or_path, **kwargs)
+    return DocumentHubInterface(loaded["args"], loaded["task"], loaded["models"])
+
+
+def _is_empty(sentence: str) -> bool:
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentences must be strings, got {type(sentence).__name__}")
+    return not sentence.strip()
+
+
+class DocumentHubInterface(GeneratorHubInterface):
+    """fairseq's hub interface with explicit, per-call document context (see
+    the module docstring).  Build it with :func:`from_pretrained`, or from a
+    full fairseq configuration, a task and models as fairseq's class."""
+
+    def __init__(self, cfg, task, models):
+        super().__init__(cfg, task, models)
+        self.document_task = isinstance(task, DocumentTranslationTask)
+        if self.document_task:
+            if task.cfg.concat_context:
+                self.context_input = "concat"
+            else:
+                self.context_input = "separate" if accepts_context(self.models[0]) else "none"
+        else:
+            self.context_input = "none"
+
+    # ------------------------------------------------------------ context
+    @property
+    def context_size(self) -> int:
+        """Context sentences per sentence that :meth:`translate_document` gives
+        (the task's ``--context-size``; 0 when the model uses no context)."""
+        if self.context_input == "none":
+            return 0
+        return int(self.task.cfg.context_size)
+
+    def context_index(self, docids: Sequence) -> np.ndarray:
+        """Row ``i``: indices of sentence ``i``'s context sentences among the
+        given sentences (``-1``: none), as the task computes it from a docids
+        file."""
+        if self.context_input == "none":
+            return np.zeros((len(docids), 0), dtype=np.int64)
+        cfg = self.task.cfg
+        return compute_context_index(docids, cfg.context_size, cfg.context_mode, seed=cfg.context_seed,
+                                     shuffle=cfg.shuffle_context)
+
+    def context_dataset(self, sources: Sequence[torch.Tensor], context_index: Optional[np.ndarray] = None,
+                        pool: Optional[Sequence[torch.Tensor]] = None):
+        """A dataset of ``sources`` (token tensors with EOS) whose item ``i``
+        has the context sentences ``pool[j]`` for ``j`` in
+        ``context_index[i]`` (``-1`` skipped); no context when
+        ``context_index`` is None.  Built fresh on every call: nothing is
+        remembered."""
+        sources = list(sources)
+        lengths = np.array([len(t) for t in sources], dtype=np.int64)
+        if not self.document_task:
+            return self.task.build_dataset_for_inference(sources, torch.from_numpy(lengths))
+        cfg = self.task.cfg
+        pair = LanguagePairDataset(sources, lengths, self.src_dict, tgt_dict=self.tgt_dict,
+                                   left_pad_source=cfg.left_pad_source, left_pad_target=cfg.left_pad_target,
+                                   shuffle=False)
+        if context_index is None or pool is None:
+            context_index, pool = np.zeros((len(sources), 0), dtype=np.int64), []
+        pool = list(pool)
+        pool_sizes = np.array([len(t) for t in pool], dtype=np.int64)
+        return DocumentContextDataset(pair, context_index, pool, pool_sizes, self.task.sep,
+                                      input_mode=self.context_input, max_context_tokens=cfg.max_source_positions)
+
+    @staticmethod
+    def _explicit_index(contexts: Sequence[Sequence[torch.Tensor]]) -> Tuple[np.ndarray, List[torch.Tensor]]:
+        """Index matrix and pool for explicit per-sentence contexts (oldest
+        first, right-aligned rows, ``-1`` in front)."""
+        width = max((len(c) for c in contexts), default=0)
+        counts = np.array([len(c) for c in contexts], dtype=np.int64)
+        pool = [t for c in contexts for t in c]
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if len(counts) else counts
+        cols = np.arange(width, dtype=np.int64)[None, :]
+        first = width - counts[:, None]  # first filled column of each row
+        index = np.where(cols >= first, starts[:, None] + cols - first, -1)
+        return index.reshape(len(contexts), width).astype(np.int64), pool
+
+    # --------------------------------------------------------- generation
+    def build_generator(self, prefix_allowed_tokens_fn=None, **overrides):
+        """The sequence generator of the configuration's generation flags,
+        each keyword argument overriding one (``beam=4``, ``lenpen=0.6``)."""
+        gen_args = copy.deepcopy(self.cfg.generation)
+        with open_dict(gen_args):
+            for k, v in overrides.items():
+                if v is not None:  # beam=None: the configuration's
+                    setattr(gen_args, k, v)
+        return self.task.build_generator(self.models, gen_args, prefix_allowed_tokens_fn=prefix_allowed_tokens_fn)
+
+    def iterate(self, dataset, generator, skip_invalid_size_inputs: bool = False,
+                inference_step_args: Optional[dict] = None
+                ) -> Iterator[Tuple[List[int], List[List[Dict[str, torch.Tensor]]], dict]]:
+        """Translate ``dataset`` batch by batch (length-sorted, batch-size
+        multiple 1 so no sentence is dropped); yields ``(ids, hypotheses,
+        batch)`` per batch, ids being positions in the dataset."""
+        itr = self.task.get_batch_iterator(
+            dataset=dataset, max_tokens=self.cfg.dataset.max_tokens, max_sentences=self.cfg.dataset.batch_size,
+            max_positions=self.max_positions, ignore_invalid_inputs=skip_invalid_size_inputs,
+            required_batch_size_multiple=1, disable_iterator_cache=True).next_epoch_itr(shuffle=False)
+        for batch in itr:
+            batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+            hypos = self.task.inference_step(generator, self.models, batch, **(inference_step_args or {}))
+            yield batch["id"].tolist(), hypos, batch
+
+    def generate(self, tokenized_sentences, beam: Optional[int] = None, verbose: bool = False,
+                 skip_invalid_size_inputs: bool = False, inference_step_args=None,
+                 prefix_allowed_tokens_fn=None, *, contexts: Optional[Sequence[Sequence[torch.Tensor]]] = None,
+                 docids: Optional[Sequence] = None, **kwargs) -> List[List[Dict[str, torch.Tensor]]]:
+        """Hypotheses of each tokenized sentence, in input order (fairseq's
+        ``generate``), with ``contexts`` (per sentence, a list of context token
+        tensors, oldest first) or ``docids`` (one document id per sentence:
+        the task's context within each document) or neither (no context).
+        A sentence skipped by ``skip_invalid_size_inputs`` gets ``[]``."""
+        if torch.is_tensor(tokenized_sentences) and tokenized_sentences.dim() == 1:
+            ctx = None if contexts is None else [contexts]
+            return self.generate(tokenized_sentences.unsqueeze(0), beam, verbose, skip_invalid_size_inputs,
+                                 inference_step_args, prefix_allowed_tokens_fn, contexts=ctx, **kwargs)[0]
+        sources = list(tokenized_sentences)
+        if contexts is not None and docids is not None:
+            raise ValueError("give contexts or docids, not both")
+        index, pool = None, None
+        if contexts is not None:
+            if len(contexts) != len(sources):
+                raise ValueError(f"{len(contexts)} contexts for {len(sources)} sentences")
+            if self.context_input == "none" and any(len(c) for c in contexts):
+                logger.warning("this model uses no context (sentence-level architecture without "
+                               "--concat-context, or --task translation): the contexts are ignored")
+            index, pool = self._explicit_index(contexts)
+        elif docids is not None:
+            if len(docids) != len(sources):
+                raise ValueError(f"{len(docids)} document ids for {len(sources)} sentences")
+            index, pool = self.context_index(docids), sources
+        outputs: List[List[Dict[str, torch.Tensor]]] = [[] for _ in sources]
+        if not sources:
+            return outputs
+        generator = self.build_generator(prefix_allowed_tokens_fn, beam=beam, **kwargs)
+        dataset = self.context_dataset(sources, index, pool)
+        for ids, hypos, _ in self.iterate(dataset, generator, skip_invalid_size_inputs, inference_step_args):
+            for i, h in zip(ids, hypos):
+                outputs[i] = h
+        if verbose:
+            for tokens, hypos in zip(sources, outputs):
+                logger.info(f"S\t{self.src_dict.string(tokens)}")
+                for h in hypos:
+                    logger.info(f"H\t{h['score']}\t{self.decode(h['tokens'])}")
+        return outputs
+
+    # ------------------------------------------------------------- strings
+    def decode(self, tokens: torch.LongTensor) -> str:
+        """Target tokens to text: ``--post-process`` (if given), BPE decoding,
+        detokenization, as fairseq-interactive's ``D-`` lines."""
+        text = self.tgt_dict.string(tokens, self.cfg.common_eval.post_process,
+                                    extra_symbols_to_ignore={self.tgt_dict.eos()})
+        return self.detokenize(self.remove_bpe(text))
+
+    def _normalize_contexts(self, context, n: int) -> List[List[str]]:
+        if context is None:
+            return [[] for _ in range(n)]
+        if isinstance(context, str) or len(context) != n:
+            raise ValueError(f"context must hold one entry per sentence ({n}): None, a sentence, or a list of "
+                             "sentences oldest first")
+        out = []
+        for c in context:
+            items = [] if c is None else [c] if isinstance(c, str) else list(c)
+            out.append([s for s in items if not _is_empty(s)])
+        return out
+
+    def sample(self, sentences, beam: Optional[int] = None, verbose: bool = False, *, context=None, **kwargs):
+        if isinstance(sentences, str):
+            return self.sample([sentences], beam, verbose, context=None if context is None else [context],
+                               **kwargs)[0]
+        sentences = list(sentences)
+        contexts = self._normalize_contexts(context, len(sentences))
+        keep = [i for i, s in enumerate(sentences) if not _is_empty(s)]
+        hypos = self.generate([self.encode(sentences[i]) for i in keep], beam, verbose,
+                              contexts=[[self.encode(c) for c in contexts[i]] for i in keep], **kwargs)
+        return self._fill(len(sentences), keep, hypos)
+
+    def translate(self, sentences, beam: Optional[int] = None, verbose: bool = False, *, context=None, **kwargs):
+        """Translate ``sentences`` (a list, or one string), each with its own
+        ``context``: None (no context), or a list with one entry per sentence,
+        each None, one source sentence, or a list of source sentences oldest
+        first (given as they are: the caller chooses how many).  Returns one
+        string per sentence, ``""`` for an empty one.  ``beam`` and the other
+        generation keywords default to the configuration's (fairseq's hub
+        uses beam 5 whatever the configuration says)."""
+        return self.sample(sentences, beam, verbose, context=context, **kwargs)
+
+    def translate_documents(self, documents: Sequence[Sequence[str]], beam: Optional[int] = None,
+                            verbose: bool = False, **kwargs) -> List[List[str]]:
+        """Translate each document (a list of sentences in order) with the
+        context the task gives its sentences; all documents batch together.
+        Returns one list of translations per document, aligned with it."""
+        if isinstance(documents, str) or any(isinstance(d, str) for d in documents):
+            raise TypeError("documents must be a list of documents, each a list of sentences")
+        flat = [(d, s) for d, doc in enumerate(documents) for s in doc]
+        keep = [k for k, (_, s) in enumerate(flat) if not _is_empty(s)]
+        hypos = self.generate([self.encode(flat[k][1]) for k in keep], beam, verbose,
+                              docids=np.array([flat[k][0] for k in keep], dtype=np.int64), **kwargs)
+        texts = self._fill(len(flat), keep, hypos)
+        out, start = [], 0
+        for doc in documents:
+            out.append(texts[start:start + len(doc)])
+            start += len(doc)
+        return out
+
+    def translate_document(self, sentences: Sequence[str], beam: Optional[int] = None, verbose: bool = False,
+                           **kwargs) -> List[str]:
+        """Translate one document (see :meth:`translate_documents`)."""
+        if isinstance(sentences, str):
+            raise TypeError("a document is a list of sentences, not one string")
+        return self.translate_documents([sentences], beam, verbose, **kwargs)[0]
+
+    def _fill(self, n: int, keep: List[int], hypos) -> List[str]:
+        texts = [""] * n
+        for i, h in zip(keep, hypos):
+            texts[i] = self.decode(h[0]["tokens"]) if h else ""
+        return texts
