@@ -91,6 +91,52 @@ def test_half_precision_forward_backward_and_incremental(variant, dtype_name):
     assert (step_out - full).abs().max().item() < tol * full.abs().max().item()
 
 
+@pytest.mark.parametrize("softmax_over", ["capsules", "positions"])
+def test_capsule_routing_half_precision_base_dims_long_sentences(softmax_over, monkeypatch):
+    """Issue 15: with Base dimensions the pre-squash capsule vectors are
+    weighted sums over positions whose norms reach the hundreds (|t|^2 passes
+    float16's 65504 above |t| = 256), and squash gave inf / inf = NaN. Routing
+    now runs in float32 after the projection; the capsules and gradients must
+    be finite and match float32 in float16 and bfloat16, at 250 tokens beside
+    a left-padded 50-token row."""
+    from fairseq_ctx.modules import capsule_routing
+    from fairseq_ctx.modules.capsule_routing import CapsuleRouting, squash
+
+    # the issue's reproduction: a vector of norm 12 * sqrt(512) = 272
+    v = squash(torch.full((512,), 12.0, dtype=torch.float16))
+    assert torch.isfinite(v).all() and abs(v.float().norm().item() - 272.0 ** 2 / (1 + 272.0 ** 2)) < 1e-3
+
+    torch.manual_seed(0)
+    routing = CapsuleRouting(512, 32, 3, softmax_over)
+    # Layer-normed states sharing a direction, as real encoder states do (with
+    # independent N(0, 1) states sums grow like sqrt(T), not T): the pre-squash
+    # norms then match those of a Base GRET encoder at initialisation, measured
+    # at 250 tokens as 418-452 (capsules) and 28-29 (positions) in the last
+    # iteration.
+    states = (torch.randn(2, 250, 512) + torch.randn(512)) / 2 ** 0.5  # B x T x C
+    mask = torch.zeros(2, 250, dtype=torch.bool)
+    mask[1, :200] = True
+    norms = []
+
+    def recording_squash(t, dim=-1, eps=1e-9):
+        norms.append(t.float().norm(dim=dim).max().item())
+        return squash(t, dim, eps)
+
+    monkeypatch.setattr(capsule_routing, "squash", recording_squash)
+    ref = routing(states, mask)
+    if softmax_over == "capsules":
+        assert max(norms) > 256, norms  # the magnitude that overflowed
+    for dtype, tol in ((torch.float16, 2e-3), (torch.bfloat16, 2e-2)):
+        half = CapsuleRouting(512, 32, 3, softmax_over).to(dtype)
+        half.load_state_dict(routing.state_dict())
+        x = states.to(dtype).requires_grad_()
+        caps = half(x, mask)
+        assert caps.dtype == dtype and torch.isfinite(caps).all()
+        assert (caps.float() - ref).abs().max().item() < tol
+        caps.float().square().sum().backward()
+        assert torch.isfinite(x.grad).all() and all(torch.isfinite(p.grad).all() for p in half.parameters())
+
+
 def _load_script():
     import importlib.util
 

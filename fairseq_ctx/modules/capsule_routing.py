@@ -53,9 +53,16 @@ ROUTING_SOFTMAX_CHOICES = ("capsules", "positions")
 def squash(t, dim: int = -1, eps: float = 1e-9):
     """Eq. 4: ``|t|^2 / (1 + |t|^2) * t / |t|``, written as ``t |t| / (1 + |t|^2)``
     so that a zero vector (an all-padding input) maps to zero without a
-    division by zero; ``eps`` keeps the gradient of the norm finite there."""
-    sq_norm = (t * t).sum(dim=dim, keepdim=True)
-    return t * (torch.sqrt(sq_norm + eps) / (1.0 + sq_norm))
+    division by zero; ``eps`` keeps the gradient of the norm finite there.
+
+    Computed in float32 and returned in ``t``'s dtype: pre-squash norms reach
+    the hundreds and thousands (sums over positions), and any norm above 256
+    squares past float16's maximum (65504), giving inf / inf = NaN; an eps of
+    1e-9 also underflows to zero in float16. The result has norm < 1, so the
+    cast back is safe. A float32 input takes exactly the former path."""
+    t32 = t.float()
+    sq_norm = (t32 * t32).sum(dim=dim, keepdim=True)
+    return (t32 * (torch.sqrt(sq_norm + eps) / (1.0 + sq_norm))).to(t.dtype)
 
 
 class CapsuleRouting(nn.Module):
@@ -126,14 +133,19 @@ class CapsuleRouting(nn.Module):
             for the final capsules.
         """
         bsz, seq_len, _ = states.shape
-        pred = self.proj(states)  # B x T x d, shared part of W_k h_i
+        # The d x d projection runs in the model's dtype; the routing after it
+        # (sums over up to T positions, dot products with them, Eq. 2-6) runs
+        # in float32, as fairseq keeps softmax and layer-norm statistics: the
+        # pre-squash sums grow with T and pass float16's range (see squash).
+        # A float32 model takes exactly the former path.
+        pred = self.proj(states).float()  # B x T x d, shared part of W_k h_i
         if padding_mask is not None:
             pred = pred.masked_fill(padding_mask.unsqueeze(-1), 0.0)
             # the softmax over positions must not give padded positions any mass
             logit_mask = padding_mask.unsqueeze(1) if self.softmax_over == "positions" else None
         else:
             logit_mask = None
-        scale = self.capsule_scale.unsqueeze(0)  # 1 x K x d
+        scale = self.capsule_scale.float().unsqueeze(0)  # 1 x K x d
         logits = pred.new_zeros(bsz, self.num_capsules, seq_len)  # B of Eq. 5-6: B x K x T
         # Routing iterations only decide the coupling coefficients; as in
         # common dynamic-routing implementations they run without gradient,
@@ -147,6 +159,7 @@ class CapsuleRouting(nn.Module):
                 logits = logits + torch.bmm(capsules * scale_ng, pred_t)  # Eq. 6, B x K x T
         coupling = self._coupling(logits, logit_mask)
         capsules = squash(self._weighted_sum(coupling, pred, self.iterations - 1) * scale)  # Eq. 2, B x K x d
+        capsules = capsules.to(states.dtype)  # norms < 1 after the squash
         if return_coupling:
-            return capsules, coupling
+            return capsules, coupling.to(states.dtype)
         return capsules
