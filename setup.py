@@ -29,6 +29,8 @@ setup(
     entry_points={
         "console_scripts": [
             "fairseq-ctx-average-checkpoints = fairseq_ctx.scripts.average_checkpoints:cli_main",
+            "fairseq-ctx-translate = fairseq_ctx.translate:cli_main",
+            "fairseq-ctx-score = fairseq_ctx.evaluation.score:cli_main",
         ]
     },
     extras_require={"plot": ["matplotlib"], "test": ["pytest"]},

@@ -313,3 +313,123 @@ def test_bootstrap_p_is_one_for_equal_scores_with_different_outputs():
     res, _ = paired_bootstrap(["x y", "z w"], {"other": ["q r", "s t"]}, refs, n_samples=100)
     assert res["other"].score == res["other"].baseline_score == 0.0
     assert res["other"].p_value == 1.0
+
+
+# ---------------------------------------------------------------------------
+# chrF, TER, document-level BLEU, BLEU by position (issue 19)
+# ---------------------------------------------------------------------------
+
+def test_document_bleu_hand_computed():
+    """Two documents: the joined first document matches n-grams across its
+    sentence boundary ("sat on", "cat sat on", "the cat sat on"), which
+    sentence-level BLEU cannot see. By hand, on the joined documents
+    "the cat sat on a mat" / "the cat sat on the mat" and "a dog ran" (twice):
+    1-grams 5/6 + 3/3, 2-grams 3/5 + 2/2, 3-grams 2/4 + 1/1, 4-grams 1/3 + 0/0,
+    9 hypothesis and 9 reference words (BP = 1)."""
+    from fairseq_ctx.evaluation import document_bleu, join_documents
+
+    hyps = ["the cat sat", "on a mat", "a dog ran"]
+    refs = ["the cat sat", "on the mat", "a dog ran"]
+    docids = ["d1", "d1", "d2"]
+    assert join_documents(hyps, docids) == ["the cat sat on a mat", "a dog ran"]
+    expected = 100 * (8 / 9 * 5 / 7 * 3 / 5 * 1 / 3) ** 0.25
+    score, signature = document_bleu(hyps, refs, docids)
+    assert score == pytest.approx(expected, abs=1e-9)
+    assert signature.startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|")
+    assert score != pytest.approx(detok_bleu(hyps, refs)[0], abs=1.0)
+    # a document id that comes back after another document starts a new one
+    assert join_documents(["a", "b", "c", ""], ["x", "y", "x", "x"]) == ["a", "b", "c"]
+
+
+def test_bleu_by_position_scores_first_and_later_sentences_apart():
+    from fairseq_ctx.evaluation import bleu_by_position, document_positions
+
+    refs = random_corpus(30, seed=11)
+    hyps = {"h": [r if i % 3 else " ".join(r.split()[:2]) for i, r in enumerate(refs)]}
+    docids = [f"d{i // 4}" if i < 20 else "last" for i in range(30)]
+    positions = document_positions(docids)
+    assert positions[:9] == [0, 1, 2, 3, 0, 1, 2, 3, 0] and positions[20:] == list(range(10))
+    res = bleu_by_position(hyps, refs, docids)
+    first = [i for i, p in enumerate(positions) if p == 0]
+    later = [i for i, p in enumerate(positions) if p > 0]
+    assert res["documents"] == 6 and [g["n"] for g in res["groups"]] == [6, 24]
+    assert res["groups"][0]["scores"]["h"] == pytest.approx(
+        detok_bleu([hyps["h"][i] for i in first], [refs[i] for i in first])[0])
+    assert res["groups"][1]["scores"]["h"] == pytest.approx(
+        detok_bleu([hyps["h"][i] for i in later], [refs[i] for i in later])[0])
+
+
+def test_chrf_and_ter_are_sacrebleus():
+    from fairseq_ctx.evaluation import chrf, ter
+
+    refs = random_corpus(50, seed=12)
+    hyps = [" ".join(r.split()[::-1]) if i % 2 else r for i, r in enumerate(refs)]
+    score, sig = chrf(hyps, refs)
+    assert score == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score) and "nc:6|nw:0" in sig
+    score, sig = ter(hyps, refs)
+    assert score == pytest.approx(sacrebleu.corpus_ter(hyps, [refs]).score) and "tok:tercom" in sig
+
+
+def test_paired_bootstrap_of_several_metrics():
+    from fairseq_ctx.evaluation import paired_bootstrap_metrics
+
+    refs = random_corpus(120, seed=13)
+    baseline = [" ".join(r.split()[: max(1, len(r.split()) // 2)]) for r in refs]
+    better = [r if i % 2 else b for i, (r, b) in enumerate(zip(refs, baseline))]
+    res, sigs = paired_bootstrap_metrics(baseline, {"better": better, "same": list(baseline)}, refs,
+                                         n_samples=300, seed=7)
+    assert set(res) == set(sigs) == {"bleu", "chrf", "ter"}
+    assert all("bs:300|seed:7" in s for s in sigs.values()) and "nc:6" in sigs["chrf"]
+    bleu_alone, _ = paired_bootstrap(baseline, {"better": better, "same": list(baseline)}, refs, n_samples=300,
+                                     seed=7)
+    assert res["bleu"]["better"] == bleu_alone["better"]  # the same resamples
+    assert res["chrf"]["better"].delta > 0 and res["ter"]["better"].delta < 0  # TER: lower is better
+    for m in ("bleu", "chrf", "ter"):
+        assert res[m]["better"].p_value < 0.05
+        assert res[m]["same"].delta == 0 and res[m]["same"].p_value == 1.0
+
+
+def test_tiny_differences_are_never_printed_as_zero():
+    from fairseq_ctx.evaluation import format_delta
+
+    assert [format_delta(d) for d in (0.0, 0.0031, -0.004, 0.005, 1.234, -12.345)] == \
+        ["+0.00", "+0.0031", "-0.0040", "+0.01", "+1.23", "-12.35"]
+    rows = [{"name": "base", "bleu": 20.0}, {"name": "x", "bleu": 20.0031, "delta": 0.0031, "p_value": 0.01}]
+    table = score_cli.format_table(rows, "base", tok=False)
+    assert "+0.0031" in table and "+0.00 " not in table
+
+
+def test_score_command_document_metrics(tmp_path, capsys):
+    refs = random_corpus(60, seed=14)
+    base = [" ".join(r.split()[: max(1, len(r.split()) * 2 // 3)]) for r in refs]
+    good = [r if i % 3 else b for i, (r, b) in enumerate(zip(refs, base))]
+    docids = [f"doc{i // 5}" for i in range(60)]
+    write(tmp_path / "ref.txt", refs)
+    write(tmp_path / "ref.docids", docids)
+    write(tmp_path / "base.txt", base)
+    write(tmp_path / "good.txt", good)
+    res = score_cli.main([str(a) for a in [
+        "--ref", tmp_path / "ref.txt", "--hyp", f"base={tmp_path / 'base.txt'}", f"good={tmp_path / 'good.txt'}",
+        "--baseline", "base", "--docids", tmp_path / "ref.docids", "--bootstrap-samples", "200",
+        "--json", tmp_path / "s.json"]])
+    stdout = capsys.readouterr().out
+    rows = {r["name"]: r for r in res["systems"]}
+    from fairseq_ctx.evaluation import bleu_by_position, chrf, document_bleu, ter
+
+    assert rows["good"]["dbleu"] == pytest.approx(document_bleu(good, refs, docids)[0])
+    assert rows["good"]["chrf"] == pytest.approx(chrf(good, refs)[0])
+    assert rows["good"]["ter"] == pytest.approx(ter(good, refs)[0])
+    for key in ("p_value", "chrf_p_value", "ter_p_value", "dbleu_p_value"):
+        assert rows["good"][key] < 0.05
+    assert res["position"]["groups"] == bleu_by_position({"base": base, "good": good}, refs, docids)["groups"]
+    assert "bs:200" in res["bootstrap"]["signatures"]["dbleu"]
+    for sig in res["signatures"].values():
+        assert sig in stdout
+    assert "12 documents" in stdout and "first (12)" in stdout and "later (48)" in stdout
+    assert json.loads((tmp_path / "s.json").read_text())["signatures"] == res["signatures"]
+    write(tmp_path / "short.docids", docids[:-1])
+    with pytest.raises(EvaluationError, match="short.docids: 59 document ids, but the reference has 60"):
+        score_cli.main(["--ref", str(tmp_path / "ref.txt"), "--hyp", str(tmp_path / "good.txt"),
+                        "--docids", str(tmp_path / "short.docids")])
+    with pytest.raises(SystemExit):
+        score_cli.main(["--ref", str(tmp_path / "ref.txt"), "--hyp", str(tmp_path / "good.txt"), "--metrics", "meteor"])

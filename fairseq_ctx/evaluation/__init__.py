@@ -4,25 +4,44 @@
   (:func:`read_hypotheses`), detokenized sacreBLEU with its signature
   (:func:`detok_bleu`), tokenized BLEU with compound splitting for En-De
   (:func:`compound_split_bleu`), paired bootstrap resampling against a
-  baseline (:func:`paired_bootstrap`).
+  baseline (:func:`paired_bootstrap`); chrF and TER (:func:`chrf`, :func:`ter`,
+  :func:`corpus_score`) and the paired bootstrap of several metrics at once
+  (:func:`paired_bootstrap_metrics`), all sacreBLEU's.
+* :mod:`.document`: document-level BLEU (:func:`document_bleu`) and BLEU by
+  position in the document (:func:`bleu_by_position`).
 * :mod:`.length_buckets`: BLEU by source-length bucket (:func:`bleu_by_length`),
   as a table and a plot.
-* :mod:`.score`: the command ``python3 -m fairseq_ctx.evaluation.score``.
+* :mod:`.score`: the command ``fairseq-ctx-score`` (``python3 -m fairseq_ctx.evaluation.score``).
 """
 from .bleu import (
+    METRICS,
     EvaluationError,
     PairedResult,
+    chrf,
     compound_split,
     compound_split_bleu,
     compound_split_lines,
+    corpus_score,
     detok_bleu,
+    format_delta,
     is_generate_log,
     moses_tokenize,
     paired_bootstrap,
+    paired_bootstrap_metrics,
     read_generate_log,
     read_hypotheses,
     read_lines,
+    ter,
     tokenized_bleu,
+)
+from .document import (
+    bleu_by_position,
+    document_bleu,
+    document_positions,
+    document_runs,
+    format_position_table,
+    join_documents,
+    read_docids,
 )
 from .length_buckets import (
     DEFAULT_EDGES,
@@ -37,5 +56,7 @@ __all__ = [
     "EvaluationError", "PairedResult", "read_lines", "is_generate_log", "read_generate_log", "read_hypotheses",
     "detok_bleu", "compound_split", "moses_tokenize", "compound_split_lines", "compound_split_bleu",
     "tokenized_bleu", "paired_bootstrap", "DEFAULT_EDGES", "bucket_labels", "assign_buckets", "bleu_by_length",
-    "format_length_table", "plot_length_buckets",
+    "format_length_table", "plot_length_buckets", "METRICS", "chrf", "ter", "corpus_score", "format_delta",
+    "paired_bootstrap_metrics", "read_docids", "document_runs", "join_documents", "document_bleu",
+    "document_positions", "bleu_by_position", "format_position_table",
 ]

@@ -29,7 +29,15 @@ Tokenized BLEU with compound splitting (En-De, Vaswani et al. 2017)
     UTF-8 bytes, as Perl does (:func:`compound_split`, checked against Perl
     in the tests).  Text that is already Moses-tokenized is scored with ``lang=None``.
 
+chrF and TER
+    :func:`chrf` and :func:`ter`: sacreBLEU's own implementations with its
+    defaults (chrF2: character 6-grams, beta 2, Popović 2015; TER: Snover et
+    al. 2006, case-insensitive, no normalization), each with its signature;
+    :func:`corpus_score` picks any of ``bleu``, ``chrf``, ``ter`` by name.
+
 Paired bootstrap resampling (Koehn 2004)
+    :func:`paired_bootstrap_metrics` resamples once and tests BLEU, chrF and
+    TER together (sacreBLEU's ``--paired-bs`` with several metrics);
     :func:`paired_bootstrap` runs sacreBLEU's own implementation
     (``sacrebleu.significance.PairedTest`` with ``test_type='bs'``, a port of
     Moses' ``bootstrap-hypothesis-difference-significance.pl``): the same
@@ -42,6 +50,7 @@ Paired bootstrap resampling (Koehn 2004)
     as zero, so the p-value of such a system is set to 1.0.
 """
 import contextlib
+import math
 import os
 import re
 from dataclasses import asdict, dataclass
@@ -52,7 +61,8 @@ from fairseq_ctx.errors import FairseqCtxError
 __all__ = [
     "EvaluationError", "read_lines", "is_generate_log", "read_generate_log", "read_hypotheses", "detok_bleu",
     "compound_split", "moses_tokenize", "compound_split_lines", "compound_split_bleu", "tokenized_bleu",
-    "PairedResult", "paired_bootstrap",
+    "PairedResult", "paired_bootstrap", "METRICS", "sacrebleu_metric", "corpus_score", "chrf", "ter",
+    "paired_bootstrap_metrics", "format_delta",
 ]
 
 DEFAULT_BOOTSTRAP_SAMPLES = 1000  # sacreBLEU's default; also Ampomah et al.'s (compare-mt, 1000 resamples)
@@ -182,6 +192,46 @@ def _bleu_metric(tokenize: Optional[str] = None, smooth_method: str = "exp", trg
                 force=tokenize == "none")
 
 
+# our name -> what the tables print; TER is an error rate (lower is better)
+METRICS = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER"}
+
+
+def sacrebleu_metric(name: str, tokenize: Optional[str] = None, trg_lang: str = ""):
+    """sacreBLEU's metric object for ``name`` (``bleu``, ``chrf``, ``ter``)
+    with sacreBLEU's defaults; ``tokenize``/``trg_lang`` apply to BLEU."""
+    if name == "bleu":
+        return _bleu_metric(tokenize=tokenize, trg_lang=trg_lang)
+    if name == "chrf":
+        from sacrebleu.metrics import CHRF
+
+        return CHRF()
+    if name == "ter":
+        from sacrebleu.metrics import TER
+
+        return TER()
+    raise EvaluationError(f"unknown metric {name!r}; expected one of {', '.join(METRICS)}")
+
+
+def corpus_score(name: str, hyps: Sequence[str], refs: Sequence[str], tokenize: Optional[str] = None,
+                 trg_lang: str = "") -> Tuple[float, str]:
+    """``(score, signature)`` of metric ``name`` (``bleu``, ``chrf``, ``ter``)
+    on ``hyps`` against one reference each, computed by sacreBLEU."""
+    _check_lengths(hyps, refs)
+    metric = sacrebleu_metric(name, tokenize=tokenize, trg_lang=trg_lang)
+    score = metric.corpus_score(list(hyps), [list(refs)])
+    return score.score, str(metric.get_signature())
+
+
+def chrf(hyps: Sequence[str], refs: Sequence[str]) -> Tuple[float, str]:
+    """sacreBLEU's corpus chrF2 (``nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:...``)."""
+    return corpus_score("chrf", hyps, refs)
+
+
+def ter(hyps: Sequence[str], refs: Sequence[str]) -> Tuple[float, str]:
+    """sacreBLEU's corpus TER, in percent; lower is better."""
+    return corpus_score("ter", hyps, refs)
+
+
 def detok_bleu(hyps: Sequence[str], refs: Sequence[str], tokenize: Optional[str] = None,
                trg_lang: str = "") -> Tuple[float, str]:
     """Detokenized, case-sensitive corpus sacreBLEU of ``hyps`` against one
@@ -199,7 +249,7 @@ _ATAT = re.compile(rb"(\S)-(\S)")
 
 
 def compound_split(line: str) -> str:
-    """``perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g'`` on one line:
+    r"""``perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g'`` on one line:
     ``"rich-text format"`` -> ``"rich ##AT##-##AT## text format"``.
 
     Matched on the UTF-8 bytes, as Perl without ``-C`` does, so that the
@@ -248,6 +298,17 @@ def tokenized_bleu(hyps: Sequence[str], refs: Sequence[str]) -> Tuple[float, str
     metric = _bleu_metric(tokenize="none", smooth_method="none")
     score = metric.corpus_score(list(hyps), [list(refs)])
     return score.score, str(metric.get_signature())
+
+
+def format_delta(delta: Optional[float]) -> str:
+    """A score difference for a table: two decimals, or two significant
+    digits when it is smaller than 0.005 (``+0.0031``), so that a difference
+    printed as ``+0.00`` is exactly zero (and has bootstrap p = 1)."""
+    if delta is None:
+        return "-"
+    if delta == 0 or abs(delta) >= 0.005:
+        return f"{delta:+.2f}"
+    return f"{delta:+.{1 - math.floor(math.log10(abs(delta)))}f}"
 
 
 # ---------------------------------------------------------------------------
@@ -299,8 +360,33 @@ def paired_bootstrap(baseline: Sequence[str], systems: Mapping[str, Sequence[str
     a positive integer (sacreBLEU treats 0 as "unseeded"); ``None`` draws from
     the OS.  The p-value is two-sided: small when the system differs from
     the baseline, better or worse (see ``delta``)."""
-    from sacrebleu.significance import PairedTest
+    _check_bootstrap_args(baseline, systems, refs, n_samples, seed)
+    if not systems:
+        return {}, ""
+    metric = _bleu_metric(tokenize=tokenize, smooth_method=smooth_method, trg_lang=trg_lang)
+    (results, signature), = _paired_test(baseline, systems, refs, [metric], n_samples, seed)
+    return results, signature
 
+
+def paired_bootstrap_metrics(baseline: Sequence[str], systems: Mapping[str, Sequence[str]], refs: Sequence[str],
+                             metrics: Sequence[str] = tuple(METRICS), n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
+                             seed: Optional[int] = DEFAULT_SEED, tokenize: Optional[str] = None,
+                             trg_lang: str = "") -> Tuple[Dict[str, Dict[str, PairedResult]], Dict[str, str]]:
+    """Paired bootstrap of each system against ``baseline`` in every metric of
+    ``metrics`` (``bleu``, ``chrf``, ``ter``) with the same resamples, as
+    sacreBLEU's ``--paired-bs -m bleu chrf ter``.  Returns ``({metric: {name:
+    PairedResult}}, {metric: signature})``; the rules of :func:`paired_bootstrap`
+    apply (two-sided p, p = 1 for an observed difference of exactly zero).
+    For TER a negative ``delta`` is an improvement."""
+    _check_bootstrap_args(baseline, systems, refs, n_samples, seed)
+    if not systems:
+        return {m: {} for m in metrics}, {m: "" for m in metrics}
+    objects = [sacrebleu_metric(m, tokenize=tokenize, trg_lang=trg_lang) for m in metrics]
+    tested = _paired_test(baseline, systems, refs, objects, n_samples, seed)
+    return ({m: res for m, (res, _) in zip(metrics, tested)}, {m: sig for m, (_, sig) in zip(metrics, tested)})
+
+
+def _check_bootstrap_args(baseline, systems, refs, n_samples, seed):
     if seed is not None and int(seed) <= 0:
         raise EvaluationError(f"bootstrap seed must be a positive integer (sacreBLEU treats 0 as unseeded), "
                               f"not {seed}")
@@ -309,22 +395,32 @@ def paired_bootstrap(baseline: Sequence[str], systems: Mapping[str, Sequence[str
     _check_lengths(baseline, refs, "baseline hypotheses")
     for name, hyps in systems.items():
         _check_lengths(hyps, refs, f"hypotheses of {name!r}")
-    if not systems:
-        return {}, ""
+
+
+def _paired_test(baseline, systems, refs, metric_objects, n_samples, seed
+                 ) -> List[Tuple[Dict[str, PairedResult], str]]:
+    """sacreBLEU's ``PairedTest`` (``test_type='bs'``) of ``systems`` against
+    ``baseline``; one ``({name: PairedResult}, signature)`` per metric object,
+    in order."""
+    from sacrebleu.significance import PairedTest
+
     base_name = "__baseline__"
     while base_name in systems:
         base_name += "_"
-    metric = _bleu_metric(tokenize=tokenize, smooth_method=smooth_method, trg_lang=trg_lang)
     named = [(base_name, list(baseline))] + [(name, list(h)) for name, h in systems.items()]
     with _sacrebleu_seed(seed):
-        test = PairedTest(named, {"BLEU": metric}, [list(refs)], test_type="bs", n_samples=n_samples)
+        test = PairedTest(named, {str(i): m for i, m in enumerate(metric_objects)}, [list(refs)],
+                          test_type="bs", n_samples=n_samples)
         signatures, scores = test()
-    (key, signature), = signatures.items()
-    baseline_result = scores[key][0]
-    results = {}
-    for name, res in zip(scores["System"][1:], scores[key][1:]):
-        p = 1.0 if res.score == baseline_result.score else res.p_value
-        results[name] = PairedResult(score=res.score, baseline_score=baseline_result.score,
-                                     delta=res.score - baseline_result.score, p_value=p,
-                                     mean=float(res.mean), ci=float(res.ci))
-    return results, str(signature)
+    out = []
+    # sacreBLEU keys its results by the metrics' own names ("BLEU", "chrF2", "TER"), in the order given
+    for key, signature in signatures.items():
+        baseline_result = scores[key][0]
+        results = {}
+        for name, res in zip(scores["System"][1:], scores[key][1:]):
+            p = 1.0 if res.score == baseline_result.score else res.p_value
+            results[name] = PairedResult(score=res.score, baseline_score=baseline_result.score,
+                                         delta=res.score - baseline_result.score, p_value=p,
+                                         mean=float(res.mean), ci=float(res.ci))
+        out.append((results, str(signature)))
+    return out

@@ -1,10 +1,12 @@
-"""Score systems against a reference as the papers did.
+"""Score systems against a reference as the papers did, and as document-level
+work reports.
 
-Usage::
+Usage (``fairseq-ctx-score`` is the same command)::
 
     python3 -m fairseq_ctx.evaluation.score --ref test.de \\
         --hyp transformer=gen.transformer.log ctxsan=gen.ctxsan.log \\
-        --baseline transformer [--tokenized-compound-split --lang de] \\
+        --baseline transformer [--docids test.en-de.docids] [--metrics bleu,chrf,ter] \\
+        [--tokenized-compound-split --lang de] \\
         [--src test.bpe.en --length-buckets --plot buckets.png] [--json scores.json]
 
 ``--hyp NAME=FILE``: a fairseq-generate log (its ``D-`` lines, sorted by
@@ -12,10 +14,16 @@ sentence id; every id of the reference must be there) or a text file with
 one hypothesis a line (``NAME=`` may be left out: the file name is used).
 ``--ref``: the detokenized reference, one sentence a line.
 
-Printed per system: detokenized sacreBLEU (its signature once, below the
-table); with ``--baseline``, the difference from the baseline and the
-two-sided p-value of paired bootstrap resampling (sacreBLEU's
-implementation, ``--bootstrap-samples`` resamples, ``--seed``); with
+Printed per system: detokenized sacreBLEU, chrF2 and TER (``--metrics``;
+sacreBLEU's implementations, each signature once, below the table); with
+``--docids`` (one document id per reference line, the task's ``.docids``),
+document-level BLEU (d-BLEU: each document's sentences joined, see
+:mod:`.document`) and BLEU of the documents' first sentences against the later
+ones; with ``--baseline``, per metric the difference from the baseline and the
+two-sided p-value of paired bootstrap resampling (sacreBLEU's implementation,
+``--bootstrap-samples`` resamples, ``--seed``; sentences resampled, documents
+for d-BLEU).  Differences smaller than 0.005 are printed with two significant
+digits, so a printed ``+0.00`` is exactly zero, whose p-value is 1; with
 ``--tokenized-compound-split``, the same for tokenized BLEU with compound
 splitting (Moses tokenization with ``--lang``, ``##AT##`` splitting, BLEU
 on whitespace tokens: the Vaswani et al. 2017 En-De convention).  With
@@ -31,27 +39,35 @@ import argparse
 import json
 import logging
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from fairseq_ctx.errors import install_excepthook
 
-from .bleu import (DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, EvaluationError, is_generate_log,
-                   compound_split_lines, detok_bleu, paired_bootstrap, read_generate_log, read_hypotheses,
-                   read_lines, tokenized_bleu)
+from .bleu import (DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, METRICS, EvaluationError, compound_split_lines,
+                   corpus_score, detok_bleu, format_delta, is_generate_log, paired_bootstrap,
+                   paired_bootstrap_metrics, read_generate_log, read_hypotheses, read_lines, tokenized_bleu)
+from .document import bleu_by_position, document_bleu, format_position_table, join_documents, read_docids
 from .length_buckets import DEFAULT_EDGES, bleu_by_length, format_length_table, parse_edges, plot_length_buckets
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
-        prog="python3 -m fairseq_ctx.evaluation.score",
-        description="BLEU (detokenized sacreBLEU; optionally tokenized with compound splitting), paired bootstrap "
-                    "p-values against a baseline, and BLEU by source length.")
+        prog="fairseq-ctx-score",
+        description="BLEU, chrF and TER (sacreBLEU, with signatures; optionally tokenized BLEU with compound "
+                    "splitting), document-level BLEU and BLEU by document position (--docids), paired bootstrap "
+                    "p-values against a baseline for each metric, and BLEU by source length.")
     p.add_argument("--ref", required=True, help="detokenized reference, one sentence a line")
     p.add_argument("--hyp", required=True, nargs="+", metavar="NAME=FILE",
                    help="systems: fairseq-generate logs (D- lines) or text files, one hypothesis a line")
     p.add_argument("--hyp-format", choices=("auto", "genlog", "text"), default="auto",
                    help="how to read --hyp files (default: a generate log if it has D-<id> lines)")
     p.add_argument("--baseline", metavar="NAME", help="compare every other system with this one")
+    p.add_argument("--metrics", default=",".join(METRICS), type=_metric_list,
+                   help=f"sentence-level metrics, comma-separated, among {','.join(METRICS)} (default: all; BLEU "
+                        "is always computed)")
+    p.add_argument("--docids", metavar="FILE",
+                   help="one document id per reference line (the task's .docids file): adds document-level BLEU "
+                        "(d-BLEU) and BLEU of first vs later sentences of the documents")
     p.add_argument("--bootstrap-samples", type=int, default=DEFAULT_BOOTSTRAP_SAMPLES,
                    help=f"paired bootstrap resamples (default {DEFAULT_BOOTSTRAP_SAMPLES})")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
@@ -76,6 +92,14 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def _metric_list(text: str) -> List[str]:
+    names = [m.strip().lower() for m in text.split(",") if m.strip()]
+    unknown = [m for m in names if m not in METRICS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown metric(s) {', '.join(unknown)}; choose among {', '.join(METRICS)}")
+    return ["bleu"] + [m for m in METRICS if m in names and m != "bleu"]
+
+
 def parse_systems(specs: List[str]) -> Dict[str, str]:
     systems: Dict[str, str] = {}
     for spec in specs:
@@ -96,22 +120,25 @@ def _p(v: Optional[float]) -> str:
     return f"{v:.4f}" + ("*" if v < 0.05 else " ")
 
 
-def format_table(rows: List[dict], baseline: Optional[str], tok: bool) -> str:
+def format_table(rows: List[dict], baseline: Optional[str], tok: bool, metrics: Sequence[str] = ("bleu",),
+                 document: bool = False) -> str:
     width = max([8] + [len(r["name"]) + 2 for r in rows])
     cols = [("BLEU", "bleu", "delta", "p_value")]
+    cols += [(METRICS[m], m, f"{m}_delta", f"{m}_p_value") for m in metrics if m != "bleu"]
+    if document:
+        cols.append(("d-BLEU", "dbleu", "dbleu_delta", "dbleu_p_value"))
     if tok:
         cols.append(("tok BLEU", "tok_bleu", "tok_delta", "tok_p_value"))
     head = f"{'system':<{width}}"
     for title, _, _, _ in cols:
-        head += f"{title:>10}" + (f"{'diff':>8}{'p-value':>10}" if baseline else "")
+        head += f"{title:>10}" + (f"{'diff':>10}{'p-value':>10}" if baseline else "")
     lines = [head]
     for r in rows:
         line = f"{r['name']:<{width}}"
         for _, score, delta, p in cols:
             line += f"{r[score]:>10.2f}"
             if baseline:
-                d = r.get(delta)
-                line += f"{'-' if d is None else f'{d:+.2f}':>8}{_p(r.get(p)):>10}"
+                line += f"{format_delta(r.get(delta)):>10}{_p(r.get(p)):>10}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -150,13 +177,22 @@ def main(argv=None):
             raise EvaluationError(f"{args.src}: {len(src_lines)} lines, but the reference has {n}")
         else:
             srcs = src_lines
+    docids = read_docids(args.docids, n) if args.docids else None
     trg_lang = args.lang or ""
 
     rows = []
     signature = None
+    signatures = {}
     for name, h in hyps.items():
         score, signature = detok_bleu(h, refs, tokenize=args.tokenize, trg_lang=trg_lang)
-        rows.append({"name": name, "path": systems[name], "bleu": score})
+        row = {"name": name, "path": systems[name], "bleu": score}
+        for m in args.metrics[1:]:
+            row[m], signatures[m] = corpus_score(m, h, refs)
+        if docids is not None:
+            row["dbleu"], signatures["dbleu"] = document_bleu(h, refs, docids, tokenize=args.tokenize,
+                                                              trg_lang=trg_lang)
+        rows.append(row)
+    signatures["bleu"] = signature
 
     tok_signature, split = None, None
     if args.tokenized_compound_split:
@@ -170,10 +206,19 @@ def main(argv=None):
     bootstrap = None
     if args.baseline is not None:
         others = {name: h for name, h in hyps.items() if name != args.baseline}
-        res, bs_sig = paired_bootstrap(hyps[args.baseline], others, refs, n_samples=args.bootstrap_samples,
-                                       seed=args.seed, tokenize=args.tokenize, trg_lang=trg_lang)
+        tested, bs_sigs = paired_bootstrap_metrics(hyps[args.baseline], others, refs, args.metrics,
+                                                   n_samples=args.bootstrap_samples, seed=args.seed,
+                                                   tokenize=args.tokenize, trg_lang=trg_lang)
+        res, bs_sig = tested["bleu"], bs_sigs["bleu"]
         bootstrap = {"test": "paired bootstrap resampling (sacreBLEU), two-sided", "samples": args.bootstrap_samples,
-                     "seed": args.seed, "signature": bs_sig}
+                     "seed": args.seed, "signature": bs_sig, "signatures": bs_sigs}
+        if docids is not None:
+            # documents are the resampled units of d-BLEU
+            joined_refs = join_documents(refs, docids)
+            tested["dbleu"], bootstrap["signatures"]["dbleu"] = paired_bootstrap(
+                join_documents(hyps[args.baseline], docids), {k: join_documents(h, docids) for k, h in others.items()},
+                joined_refs, n_samples=args.bootstrap_samples, seed=args.seed, tokenize=args.tokenize,
+                trg_lang=trg_lang)
         if split is not None:
             tres, tbs_sig = paired_bootstrap(split[args.baseline], {k: split[k] for k in others}, split_refs,
                                              n_samples=args.bootstrap_samples, seed=args.seed,
@@ -183,6 +228,10 @@ def main(argv=None):
             r = res.get(row["name"])
             if r is not None:
                 row.update(delta=r.delta, p_value=r.p_value, bootstrap_mean=r.mean, bootstrap_ci95=r.ci)
+            for m, results in tested.items():
+                if m != "bleu" and row["name"] in results:
+                    row.update({f"{m}_delta": results[row["name"]].delta,
+                                f"{m}_p_value": results[row["name"]].p_value})
             if split is not None and row["name"] in tres:
                 t = tres[row["name"]]
                 row.update(tok_delta=t.delta, tok_p_value=t.p_value)
@@ -196,16 +245,34 @@ def main(argv=None):
                                     score_fn=lambda h, r: detok_bleu(h, r, args.tokenize, trg_lang)[0])
         length["metric"] = "tokenized compound-split BLEU" if args.bucket_metric == "tok" else "detokenized sacreBLEU"
         length["src"] = args.src
+    position = None
+    if docids is not None:
+        position = bleu_by_position(hyps, refs, docids,
+                                    score_fn=lambda h, r: detok_bleu(h, r, args.tokenize, trg_lang)[0])
+        position["docids"] = args.docids
 
-    print(f"{len(rows)} system(s), {n} sentences, reference {args.ref}")
-    print(format_table(rows, args.baseline, args.tokenized_compound_split))
+    documents = f" in {position['documents']} documents" if position else ""
+    print(f"{len(rows)} system(s), {n} sentences{documents}, reference {args.ref}")
+    print(format_table(rows, args.baseline, args.tokenized_compound_split, args.metrics, docids is not None))
     print(f"BLEU: detokenized sacreBLEU, {signature}"
           + (" (on pre-tokenized text: not comparable with detokenized scores)" if args.input_tokenized else ""))
+    if "chrf" in signatures:
+        print(f"chrF: sacreBLEU chrF2, {signatures['chrf']}")
+    if "ter" in signatures:
+        print(f"TER: sacreBLEU TER (an error rate: lower is better), {signatures['ter']}")
+    if "dbleu" in signatures:
+        print(f"d-BLEU: sacreBLEU on each document's sentences joined by spaces ({position['documents']} documents "
+              f"of {args.docids}), {signatures['dbleu']}")
     if tok_signature:
         print(f"tok BLEU: tokenized BLEU with compound splitting (multi-bleu.perl equivalent), {tok_signature}")
     if bootstrap:
         print(f"p-value: paired bootstrap resampling against {args.baseline} (sacreBLEU, {args.bootstrap_samples} "
-              f"resamples, seed {args.seed}), two-sided; * p < 0.05")
+              f"resamples{' of sentences, of documents for d-BLEU' if docids is not None else ''}, seed "
+              f"{args.seed}), two-sided; * p < 0.05; a diff printed as +0.00 is exactly 0 (p = 1)")
+    if position:
+        print(f"\nBLEU by position in the document ({args.docids}): first sentences vs the later ones"
+              + (f" (diff from {args.baseline})" if args.baseline else ""))
+        print(format_position_table(position, args.baseline))
     if length:
         print(f"\n{length['metric']} by source length ({length['unit']} of {args.src}):")
         print(format_length_table(length, args.baseline))
@@ -214,13 +281,17 @@ def main(argv=None):
                             title=f"{length['metric']} by source length")
         print(f"plot: {args.plot}")
     result = {"ref": args.ref, "sentences": n, "baseline": args.baseline,
-              "bleu_signature": signature, "tok_bleu_signature": tok_signature,
-              "bootstrap": bootstrap, "systems": rows, "length_buckets": length}
+              "bleu_signature": signature, "tok_bleu_signature": tok_signature, "signatures": signatures,
+              "bootstrap": bootstrap, "systems": rows, "length_buckets": length, "position": position}
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)
     return result
 
 
-if __name__ == "__main__":
+def cli_main():
     main()
+
+
+if __name__ == "__main__":
+    cli_main()
