@@ -17,10 +17,12 @@ import pytest
 
 from fairseq_ctx.tables import all_tables, config
 from fairseq_ctx.tables.config import ArgsFileError, flag_value, read_arg_lines, read_args
-from fairseq_ctx.tables.runner import (CONFIGS, DATASETS, SMOKE_AVERAGE, SMOKE_GENERATE, SMOKE_TRAIN, TableRun,
-                                       smoke_model_flags)
+from fairseq_ctx.tables.datasets import DATASETS
+from fairseq_ctx.tables.running import SMOKE_AVERAGE, SMOKE_GENERATE, SMOKE_TRAIN, TableRun, smoke_model_flags
 
 from .utils import REPO, USER_DIR, make_parallel_data, preprocess
+
+CONFIGS = REPO / "configs"
 
 
 # ---------------------------------------------------------------------------
@@ -130,8 +132,8 @@ def test_the_configs_directory_has_every_table_row():
                     assert (CONFIGS / cfg).is_file(), (table.name, row.label, cfg)
             assert (row.dataset or table.dataset) in DATASETS
     for ds in DATASETS.values():
-        assert ds.train_config().is_file() and ds.generate_config().is_file()
-        assert all(ds.langs())
+        assert ds.train_config(CONFIGS).is_file() and ds.generate_config(CONFIGS).is_file()
+        assert all(ds.langs(CONFIGS))
 
 
 def test_every_config_parses_and_fairseq_accepts_its_flags():
@@ -175,7 +177,7 @@ def test_gpu_assumption_is_in_every_training_row():
 # ---------------------------------------------------------------------------
 
 def opts(**kw):
-    base = dict(smoke=True, out="/nonexistent/out", data=None, ref_dir=None, rows=None, gpus=None, cpu=False,
+    base = dict(root=str(REPO), smoke=True, out="/nonexistent/out", data=None, ref_dir=None, rows=None, gpus=None, cpu=False,
                 extra_train_args=None, extra_generate_args=None, probing_args=None, bootstrap_samples=10,
                 no_analyses=False, dry_run=True)
     base.update(kw)
@@ -263,10 +265,10 @@ def test_gpus_and_full_mode_command_lines():
 
 
 def test_dry_run_of_every_table_prints_every_command(capsys, tmp_path):
-    from fairseq_ctx.tables.runner import main
+    from fairseq_ctx.tables.__main__ import main
 
     for table in all_tables():
-        assert main(table, ["--smoke", "--dry-run", "--out", str(tmp_path)]) == 0
+        assert main([table.name, "--smoke", "--dry-run", "--out", str(tmp_path)]) == 0
         out = capsys.readouterr().out
         trained = sum(1 for r in table.rows if r.train)
         assert out.count("-m fairseq_cli.train ") == trained, table.name
@@ -299,17 +301,17 @@ def tiny_bible(tmp_path_factory):
     return root
 
 
-def run_table(script, *args):
+def run_table(table, *args, cwd=REPO):
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "tables" / script), *map(str, args)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "fairseq_ctx.tables", table, *map(str, args)], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"{script} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, f"{table} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
     return proc.stdout + proc.stderr
 
 
 def test_gret_table4_smoke_end_to_end_and_resume(tiny_bible, tmp_path):
     out = tmp_path / "out"
-    stdout = run_table("gret_table4.py", "--smoke", "--data", tiny_bible / "bin", "--out", out,
+    stdout = run_table("gret-table4", "--smoke", "--data", tiny_bible / "bin", "--out", out,
                        "--bootstrap-samples", "50")
     result = json.loads((out / "gret-table4" / "table.json").read_text())
     rows = {r["label"]: r for r in result["rows"]}
@@ -333,16 +335,54 @@ def test_gret_table4_smoke_end_to_end_and_resume(tiny_bible, tmp_path):
     table = (out / "gret-table4" / "table.txt").read_text()
     assert "SMOKE RUN" in table and "29.33" in table and "273M" in table  # the paper's numbers beside ours
     # a re-run trains and decodes nothing again
-    again = run_table("gret_table4.py", "--smoke", "--data", tiny_bible / "bin", "--out", out,
+    again = run_table("gret-table4", "--smoke", "--data", tiny_bible / "bin", "--out", out,
                       "--bootstrap-samples", "50")
     assert "fairseq_cli.train" not in again and "fairseq_cli.generate" not in again
     assert again.count(": trained (") == 4 and again.count(": scored (") == 4
     assert json.loads((out / "gret-table4" / "table.json").read_text())["rows"][3]["score"] == rows["GRET-Big"]["score"]
+    # one row, from another directory with --root: only that row's models are looked at, exit status 0
+    again = run_table("gret-table4", "--root", REPO, "--rows", "GRET-Base", "--smoke", "--data", tiny_bible / "bin",
+                      "--out", out, "--bootstrap-samples", "50", cwd=tmp_path)
+    assert again.count(": trained (") == 2 and "Transformer-Big: trained" not in again
+    assert "Transformer-Big: not in --rows; its earlier score is used" in again
 
 
 def test_missing_data_stops_before_any_work(tmp_path, capsys):
-    from fairseq_ctx.tables.runner import main
+    from fairseq_ctx.tables.__main__ import main
 
-    assert main("voita-bleu", ["--out", str(tmp_path / "out"), "--data", str(tmp_path / "nothing")]) == 2
+    assert main(["voita-bleu", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "nothing")]) == 2
     assert "no binarized data (dict.SRC.txt) for opensubtitles_en_ru" in capsys.readouterr().err
     assert not (tmp_path / "out" / "models").exists()
+
+
+def test_paths_come_from_the_repository_run_from(tmp_path, monkeypatch):
+    """ctx-args emits an absolute --user-dir from any directory; the runner
+    takes configs, data and runs/ from --root or the checkout around the
+    current directory, and refuses a directory outside any checkout."""
+    from fairseq_ctx.tables import get_table
+    from fairseq_ctx.tables.definition import TableError
+
+    out = subprocess.run([str(REPO / "scripts" / "ctx-args"), str(CONFIGS / "dc" / "iwslt.generate.args")],
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+    assert out[out.index("--user-dir") + 1] == str(REPO / "fairseq_ctx")
+    table = get_table("dc-table1")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TableError, match="not inside a fairseq_ctx checkout"):
+        TableRun(table, opts(root=None))
+    run = TableRun(table, opts(root=str(REPO), out=None))
+    assert run.out == REPO / "runs" / "tables-smoke"
+    assert all(st.bin_dir == REPO / "data" / "bible" / "bin" for st in run.states.values())
+    monkeypatch.chdir(REPO / "configs")
+    assert TableRun(table, opts(root=None)).root == REPO
+
+
+def test_rows_runs_only_the_rows_asked_and_what_their_models_need():
+    from fairseq_ctx.tables import get_table
+
+    run = TableRun(get_table("gret-table4"), opts(rows=["4"]))
+    assert run.needed_rows(run._selected()) == {"GRET-Big", "Transformer-Big"}   # its warm start
+    run = TableRun(get_table("ctxsan-table1"), opts(rows=["3"]))
+    needed = run.needed_rows(run._selected())
+    assert needed == {"enc deep-global"}   # the baseline is not trained for it
+    skipped = [a.name for a in run.table.analyses if any(label not in needed for label in a.rows_needed(run.table))]
+    assert skipped == ["ctxsan gates"]     # length buckets use whichever rows were scored

@@ -1,12 +1,20 @@
 """The papers' tables as data, and one runner for all of them.
 
+``python3 -m fairseq_ctx.tables TABLE [--smoke] [--rows ...]`` (console
+script ``fairseq-ctx-table``) reproduces one table; docs/tables.md describes
+it. By concern:
+
 * :mod:`.config`: argument files (``configs/**/*.args``: one flag a line,
-  ``#`` comments, ``@include``); ``python3 -m fairseq_ctx.tables.config FILE``
-  or ``scripts/ctx-args FILE`` prints the flags.
-* :mod:`.runner`: train, average, decode, score, analyse and print a table
-  (``--smoke`` for a quick CPU run of every row on the Bible corpus).
-* :mod:`.ctxsan`, :mod:`.dc`, :mod:`.gret`, :mod:`.voita`: the tables' rows,
-  configs and the papers' numbers. ``scripts/tables/<name>.py`` runs one.
+  ``#`` comments, ``@include``); ``scripts/ctx-args FILE`` prints the flags.
+* :mod:`.definition`: a table and its rows as data; :mod:`.ctxsan`,
+  :mod:`.dc`, :mod:`.gret`, :mod:`.voita`: the tables' rows, configs and the
+  papers' numbers.
+* :mod:`.datasets`: the prepared corpora and the repository root.
+* :mod:`.running`: train, average, decode, score (``--smoke`` for a quick CPU
+  run of every row on the Bible corpus); :mod:`.analyses`: the figures'
+  analyses; :mod:`.reporting`: the printed table and ``table.json``.
+
+Nothing here imports torch or fairseq at import time.
 """
 
 TABLE_MODULES = ("ctxsan", "dc", "gret", "voita")
@@ -23,7 +31,7 @@ def all_tables():
 
 
 def get_table(name: str):
-    for t in all_tables():
-        if t.name == name:
-            return t
-    raise KeyError(f"no table {name!r}; known: {', '.join(t.name for t in all_tables())}")
+    for table in all_tables():
+        if table.name == name:
+            return table
+    raise KeyError(f"no table {name!r}; known: {', '.join(table.name for table in all_tables())}")

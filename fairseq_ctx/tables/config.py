@@ -114,8 +114,32 @@ def read_arg_lines(path, _stack: Sequence[str] = ()) -> List[ArgLine]:
         if len(words) > 2:
             raise ArgsFileError(f"{where}: one flag and at most one value per line, got {len(words)} words "
                                 f"in {line!r} (a value cannot contain spaces: write '(0.9,0.98)', not '(0.9, 0.98)')")
-        out.append(ArgLine(words[0], words[1] if len(words) == 2 else None, shown, lineno))
+        value = words[1] if len(words) == 2 else None
+        if words[0] in PATH_FLAGS and value is not None:
+            value = _absolute(value, path)
+        out.append(ArgLine(words[0], value, shown, lineno))
     return out
+
+
+# Flags whose value is a path of the repository (``--user-dir fairseq_ctx``):
+# emitted absolute, so the flags work from any directory.
+PATH_FLAGS = ("--user-dir",)
+
+
+def _absolute(value: str, args_file) -> str:
+    """``value`` resolved against the nearest directory above ``args_file``
+    where it exists (the repository holding the config); unchanged if
+    already absolute or found nowhere (the tool that reads it names it)."""
+    if os.path.isabs(value):
+        return value
+    here = os.path.dirname(os.path.abspath(args_file))
+    while True:
+        if os.path.exists(os.path.join(here, value)):
+            return os.path.join(here, value)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return value
+        here = parent
 
 
 def read_args(path) -> List[str]:

@@ -6,7 +6,8 @@ folder). Its BLEU on En-De is tokenized BLEU (Vaswani et al.'s setup), so our
 steps/second and "Decode" sentences/second on its 8 P40 GPUs; ours are
 relative to the baseline row.
 """
-from .runner import CtxSanGates, LengthBuckets, Row, Table
+from .analyses import CtxSanGates, LengthBuckets
+from .definition import Row, Table
 
 T1 = "ctxsan/table1/"
 BASE, CTX = T1 + "01_transformer.args", T1 + "05_enc_deep_global_deep.args"

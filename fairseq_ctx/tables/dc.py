@@ -10,7 +10,8 @@ here with our tokenized compound-split BLEU; En-Vi: sacreBLEU; other IWSLT
 tasks: multi-bleu.perl, i.e. tokenized), and paired bootstrap resampling with
 1000 samples (compare-mt) on En-De.
 """
-from .runner import DCDivergence, LengthBuckets, Probing, Row, Table
+from .analyses import DCDivergence, LengthBuckets, Probing
+from .definition import Row, Table
 
 BASE = "dc/wmt14_en_de_transformer.args"
 ENC = "dc/wmt14_en_de_enc_dc.args"

@@ -9,7 +9,8 @@ and inference speed relative to the Transformer.
 Table 3's check marks were lost in the conversion of the paper; the rows are
 read from the parameter counts and the text (configs/gret/table3/*.args say how).
 """
-from .runner import BowPrediction, LengthBuckets, Row, Table
+from .analyses import BowPrediction, LengthBuckets
+from .definition import Row, Table
 
 BASE, GRET = "gret/transformer.args", "gret/gret.args"
 BASE_SEP, GRET_SEP = "gret/transformer_separate_vocab.args", "gret/gret_separate_vocab.args"

@@ -9,7 +9,8 @@ paper column holds the differences its abstract states: the context encoder
 concatenation. For the shuffled-context row the summary says only that BLEU
 "dropped significantly".
 """
-from .runner import ContextAttention, Row, Table
+from .analyses import ContextAttention
+from .definition import Row, Table
 
 V = "voita/"
 
