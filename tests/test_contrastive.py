@@ -58,17 +58,51 @@ def test_parse_voita_files(name):
     groups = ce.read_voita(VOITA / f"{name}.src", VOITA / f"{name}.dst", VOITA / f"{name}.json")
     assert len(groups) == len(entries)
     assert [len(g.candidates) for g in groups] == [len(e["dst"]) for e in entries]
+    words = str.split  # the published ellipsis_vp holds a candidate with a double space
     for g, e in zip(groups, entries):
-        assert g.true_index == e["true_ind"] and g.meta == {"ctx_dist": e["ctx_dist"]}
-        # the text files hold the JSON's candidates: context + current sentence
-        assert [c.target for c in g.candidates] == [d.split(" _eos ")[-1] for d in e["dst"]]
-        assert all(c.source == e["src"].split(" _eos ")[-1] for c in g.candidates)
-        assert all(c.source_context == e["src"].split(" _eos ")[:-1] for c in g.candidates)
+        assert g.true_index == e["true_ind"] and g.meta == {"ctx_dist": e["ctx_dist"]} and g.rule == "first"
+        # the text files hold the JSON's candidates: context + current sentence, both sides
+        assert [words(c.target) for c in g.candidates] == [words(d.split("_eos")[-1]) for d in e["dst"]]
+        assert [[words(t) for t in c.target_context] for c in g.candidates] == \
+            [[words(t) for t in d.split("_eos")[:-1]] for d in e["dst"]]
+        assert all(words(c.source) == words(e["src"].split("_eos")[-1]) for c in g.candidates)
+        assert all([words(t) for t in c.source_context] == [words(t) for t in e["src"].split("_eos")[:-1]]
+                   for c in g.candidates)
     assert {g.meta["ctx_dist"] for g in groups} <= {1, 2, 3}
+
+
+def oracle_scores(path_dst, path_json):
+    """Loss 0 for every candidate line equal to the group's true one, else 1."""
+    dst = Path(path_dst).read_text(encoding="utf-8").splitlines()
+    out, i = [], 0
+    for e in json.loads(Path(path_json).read_text(encoding="utf-8")):
+        lines = dst[i:i + len(e["dst"])]
+        out += [0 if line == lines[e["true_ind"]] else 1 for line in lines]
+        i += len(lines)
+    return out
+
+
+@needs_voita
+@pytest.mark.parametrize("name", VOITA_SETS)
+def test_oracle_scores_on_published_sets(name, tmp_path, capsys):
+    """--scores-in with oracle losses gives 1.000, as Voita's own
+    evaluate_consistency.py does on every set."""
+    scores = tmp_path / "oracle.txt"
+    scores.write_text("".join(f"{x}\n" for x in oracle_scores(VOITA / f"{name}.dst", VOITA / f"{name}.json")))
+    files = ["--src", str(VOITA / f"{name}.src"), "--dst", str(VOITA / f"{name}.dst"),
+             "--json", str(VOITA / f"{name}.json")]
+    res = ce.main(["--format", "voita", *files, "--scores-in", str(scores)])
+    assert res["accuracy"] == 1.0 and set(res["by"]["ctx_dist"]) == {"1", "2", "3"}
+    assert all(b["accuracy"] == 1.0 for b in res["by"]["ctx_dist"].values())
+    # the worst scorer: the true candidate always loses
+    scores.write_text("".join(f"{1 - x}\n" for x in oracle_scores(VOITA / f"{name}.dst", VOITA / f"{name}.json")))
+    assert ce.main(["--format", "voita", *files, "--scores-in", str(scores)])["accuracy"] == 0.0
+    capsys.readouterr()
 
 
 def test_split_segments():
     assert ce.split_segments("a b _eos c _eos d e") == ["a b", "c", "d e"]
+    assert ce.split_segments("a _eos  b  c") == ["a", "b  c"]  # double spaces: stripped at the ends
     assert ce.split_segments("no context here") == ["no context here"]
     assert ce.split_segments("x_eos y _eos z") == ["x_eos y", "z"]
 
@@ -81,6 +115,7 @@ def test_voita_true_ind_and_bad_files(tmp_path):
     groups = ce.read_voita(src, dst, js)
     assert [g.true_index for g in groups] == [2, 1]
     assert groups[1].candidates[1].target == "Y" and groups[1].candidates[1].source_context == ["c2", "c3"]
+    assert groups[1].candidates[1].target_context == ["C2", "C3"] and groups[0].candidates[0].target_context == ["C1"]
     assert groups[1].candidates[0].where == f"{dst}:4"
     # line counts must match the JSON, and the message names the file
     dst.write_text("\n".join(dst.read_text().splitlines()[:-1]) + "\n")
@@ -101,24 +136,28 @@ def test_voita_true_ind_and_bad_files(tmp_path):
 def test_contrapro_reader(tmp_path):
     entries = [
         {"src segment": "I saw it .", "ref segment": "Ich sah ihn .", "src pronoun": "it",
-         "ref pronoun": "Er", "ante distance": 1, "errors": [{"contrastive": "Ich sah sie ."},
-                                                             {"contrastive": "Ich sah es ."}]},
+         "ref pronoun": "Er", "ante distance": 1, "intrasegmental": False,
+         "errors": [{"contrastive": "Ich sah sie ."}, {"contrastive": "Ich sah es ."}]},
         {"src segment": "It is red .", "ref segment": "Sie ist rot .", "src pronoun": "it",
-         "ref pronoun": "sie", "ante distance": 5, "errors": [{"contrastive": "Er ist rot ."}]},
+         "ref pronoun": "sie", "ante distance": 5, "intrasegmental": True, "errors": [{"contrastive": "Er ist rot ."}]},
     ]
     (tmp_path / "c.json").write_text(json.dumps(entries))
     src = ["I saw it ."] * 3 + ["It is red ."] * 2
     dst = ["Ich sah ihn .", "Ich sah sie .", "Ich sah es .", "Sie ist rot .", "Er ist rot ."]
     ctx = ["", "The dog ."] * 3 + ["The car .", "The door ."] * 2  # 2 context lines per text line
-    for name, lines in (("text.en", src), ("text.de", dst), ("context.en", ctx)):
+    tctx = ["", "Der Hund ."] * 3 + ["Das Auto .", "Die Tür ."] * 2
+    for name, lines in (("text.en", src), ("text.de", dst), ("context.en", ctx), ("context.de", tctx)):
         (tmp_path / name).write_text("\n".join(lines) + "\n")
     groups = ce.read_contrapro(tmp_path / "c.json", tmp_path / "text.en", tmp_path / "text.de",
-                               tmp_path / "context.en")
+                               tmp_path / "context.en", tgt_ctx_path=tmp_path / "context.de")
     assert [len(g.candidates) for g in groups] == [3, 2] and all(g.true_index == 0 for g in groups)
+    assert all(g.rule == "strict" for g in groups)
     assert groups[0].candidates[1].target == "Ich sah sie ."
     assert groups[0].candidates[0].source_context == ["The dog ."]  # empty line: document start
+    assert groups[0].candidates[0].target_context == ["Der Hund ."]
     assert groups[1].candidates[1].source_context == ["The car .", "The door ."]
-    assert groups[0].meta == {"ante_distance": "1", "category": "it:er"}
+    assert groups[1].candidates[1].target_context == ["Das Auto .", "Die Tür ."]
+    assert groups[0].meta == {"ante_distance": "1", "category": "it:er", "intrasegmental": "False"}
     assert groups[1].meta["ante_distance"] == ">3"
     (tmp_path / "context.en").write_text("\n".join(ctx[:-1]) + "\n")
     with pytest.raises(ce.ContrastiveDataError, match=r"context.en: 9 lines is not a multiple of the 5"):
@@ -153,16 +192,22 @@ def test_bawden_reader(tmp_path):
     assert groups[2].candidates[1].target == "Ils sont grands ."
     assert groups[2].candidates[0].source_context == ["The buildings are old ."]
     assert groups[2].meta == {"kind": "semi-correct", "type": "f.pl"}
+    assert [g.block for g in groups] == ["1", "2", "2"] and all(g.rule == "strict" for g in groups)
+    assert groups[2].candidates[0].target_context == ["Les maisons sont vieilles ."]
+    assert groups[0].candidates[0].target_context == []  # empty previous sentence: no context
     (tmp_path / "l.json").write_text(json.dumps(BAWDEN_LEXICAL))
     (g,) = ce.read_bawden(tmp_path / "l.json")
     assert g.meta == {"type": "disambig"} and g.candidates[1].target == "Enlevez cette taupe ."
     # the json2rawtext.py files, grouped in line pairs, correct first
     for name, lines in (("cur.en", ["Remove that mole ."] * 2), ("prev.en", ["Is it serious , doctor ?"] * 2),
-                        ("cur.fr", ["Enlevez ce grain de beauté .", "Enlevez cette taupe ."])):
+                        ("cur.fr", ["Enlevez ce grain de beauté .", "Enlevez cette taupe ."]),
+                        ("prev.fr", ["C'est grave ?"] * 2)):
         (tmp_path / name).write_text("\n".join(lines) + "\n")
-    (t,) = ce.read_bawden(tmp_path / "l.json", tmp_path / "cur.en", tmp_path / "cur.fr", tmp_path / "prev.en")
+    (t,) = ce.read_bawden(tmp_path / "l.json", tmp_path / "cur.en", tmp_path / "cur.fr", tmp_path / "prev.en",
+                          tgt_ctx_path=tmp_path / "prev.fr")
     assert t.meta == g.meta and [c.target for c in t.candidates] == [c.target for c in g.candidates]
-    assert t.candidates[0].source_context == ["Is it serious , doctor ?"]
+    assert t.candidates[0].source_context == ["Is it serious , doctor ?"] and t.block == g.block == "1"
+    assert [c.target_context for c in t.candidates] == [c.target_context for c in g.candidates] == [["C'est grave ?"]] * 2
     (t2,) = ce.read_bawden(None, tmp_path / "cur.en", tmp_path / "cur.fr")
     assert t2.meta == {} and t2.candidates[0].source_context == []
     (tmp_path / "bad.json").write_text(json.dumps({"1": {"src": ["a", "b"], "trg": [{"correct": ["x", "y"]}]}}))
@@ -190,6 +235,114 @@ def test_tie_handling(ties, expected):
     assert ce.group_credit([-1.0, -1.0, -0.5], 0, ties) == (0.0, False)
     # within the tolerance counts as a tie
     assert ce.group_credit([-1.0, -1.0 + 1e-6], 0, ties, tolerance=1e-4) == (expected, True)
+
+
+def test_official_tie_rules():
+    """--ties official: Voita's np.argmin over losses (the first of the
+    candidates tied for the best wins), ContraPro's and Bawden's strict
+    comparison (a tie is wrong)."""
+    first = dict(ties="official", rule="first")
+    # the true translation listed twice (published ellipsis_vp and ellipsis_infl)
+    assert ce.group_credit([-1.0, -1.0, -3.0], 0, **first) == (1.0, True)
+    assert ce.group_credit([-1.0, -1.0, -3.0], 1, **first) == (0.0, True)  # an earlier copy wins argmin
+    # true_ind not first (lexical cohesion has 0-4)
+    assert ce.group_credit([-3.0, -1.0, -2.0, -1.0], 1, **first) == (1.0, True)
+    assert ce.group_credit([-3.0, -1.0, -2.0, -1.0], 3, **first) == (0.0, True)
+    assert ce.group_credit([-3.0, -2.0, -0.5, -1.0, -4.0], 2, **first) == (1.0, False)
+    assert ce.group_credit([-3.0, -2.0, -0.5], 1, **first) == (0.0, False)
+    assert ce.group_credit([-1.0 + 1e-6, -1.0], 1, tolerance=1e-4, **first) == (0.0, True)
+    strict = dict(ties="official", rule="strict")
+    assert ce.group_credit([-1.0, -1.0], 0, **strict) == ce.group_credit([-1.0, -1.0], 1, **strict) == (0.0, True)
+    assert ce.group_credit([-1.0, -2.0, -2.0], 0, **strict) == (1.0, False)
+    assert ce.group_credit([-2.0, -1.0, -1.0], 0, **strict) == (0.0, False)
+    # wrong/right/half are the same for every rule
+    assert ce.group_credit([-1.0, -1.0], 0, "wrong", rule="first") == (0.0, True)
+    assert ce.group_credit([-1.0, -1.0], 1, "right", rule="first") == (1.0, True)
+    with pytest.raises(ValueError, match="tie rule"):
+        ce.group_credit([0.0, 1.0], 0, rule="last")
+    # the official scripts' own lines, on many random groups with ties
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(2, 6))
+        losses, true = rng.integers(0, 3, size=n).astype(float), int(rng.integers(0, n))
+        voita = 1 if np.argmin(losses) == true else 0  # evaluate_consistency.py
+        others = np.delete(losses, true)
+        contrapro = all(losses[true] < e for e in others)  # evaluate.py: better = lt
+        assert ce.group_credit(-losses, true, **first)[0] == voita
+        assert ce.group_credit(-losses, true, **strict)[0] == float(contrapro)
+
+
+def write_lines(path, lines):
+    Path(path).write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+    return str(path)
+
+
+def test_scores_in_official_ties_each_format(tmp_path, capsys):
+    """The same losses read with --scores-in: a Voita group holding the true
+    translation twice is right (argmin), a tie in ContraPro or Bawden is
+    wrong; --maximize reads log-probabilities."""
+    src, dst, js = write_voita(tmp_path, "v", [
+        ("s1", ["A", "A", "B"], 0, 1),          # the true candidate listed twice
+        ("s2", ["C", "D", "E", "F"], 2, 2),     # true_ind 2
+        ("s3", ["G", "H"], 1, 3),               # true second, tied: argmin takes the first
+    ])
+    voita = ["--format", "voita", "--src", str(src), "--dst", str(dst), "--json", str(js)]
+    losses = write_lines(tmp_path / "v.txt", [1.5, 1.5, 2, 3, 3, 0.25, 4, 7, 7])
+    res = ce.main([*voita, "--scores-in", losses])
+    assert (res["correct"], res["tied"], res["ties"]) == (2, 2, "official")
+    assert [b["correct"] for b in res["by"]["ctx_dist"].values()] == [1, 1, 0]
+    assert ce.main([*voita, "--scores-in", losses, "--ties", "wrong"])["correct"] == 1
+    assert ce.main([*voita, "--scores-in", losses, "--ties", "half"])["correct"] == 2.0
+    # the same scores as log-probabilities: higher is better
+    logp = write_lines(tmp_path / "vm.txt", [-1.5, -1.5, -2, -3, -3, -0.25, -4, -7, -7])
+    assert ce.main([*voita, "--scores-in", logp, "--maximize"])["correct"] == 2
+
+    entries = [{"src pronoun": "it", "ref pronoun": "es", "ante distance": 0, "intrasegmental": True,
+                "errors": [{"contrastive": "x"}, {"contrastive": "y"}]},
+               {"src pronoun": "It", "ref pronoun": "Er", "ante distance": 4, "intrasegmental": False,
+                "errors": [{"contrastive": "z"}]},
+               {"src pronoun": "it", "ref pronoun": "sie", "ante distance": 2, "intrasegmental": False,
+                "errors": [{"contrastive": "w"}]}]
+    (tmp_path / "cp.json").write_text(json.dumps(entries))
+    cp = ["--format", "contrapro", "--json", str(tmp_path / "cp.json"),
+          "--src", write_lines(tmp_path / "cp.en", ["s"] * 7), "--dst", write_lines(tmp_path / "cp.de", "rxyrzrw")]
+    # ref beats both errors; ref ties with its error; ref loses
+    res = ce.main([*cp, "--scores-in", write_lines(tmp_path / "cp.txt", [1, 2, 3, 5, 5, 9, 8])])
+    assert (res["correct"], res["tied"]) == (1, 1)
+    assert {k: b["correct"] for k, b in res["by"]["ante_distance"].items()} == {"0": 1, "2": 0, ">3": 0}
+    assert {k: b["correct"] for k, b in res["by"]["category"].items()} == {"it:er": 0, "it:es": 1, "it:sie": 0}
+    assert {k: (b["correct"], b["groups"]) for k, b in res["by"]["intrasegmental"].items()} == \
+        {"False": (0, 2), "True": (1, 1)}
+    assert ce.main([*cp, "--scores-in", str(tmp_path / "cp.txt"), "--ties", "right"])["correct"] == 2
+    assert ce.main([*cp, "--scores-in", str(tmp_path / "cp.txt"), "--maximize"])["correct"] == 1  # 9 > 8
+
+    (tmp_path / "a.json").write_text(json.dumps(BAWDEN_ANAPHORA))
+    bawden = ["--format", "bawden", "--json", str(tmp_path / "a.json")]
+    # block 1: right; block 2: one pair tied (wrong), one right
+    res = ce.main([*bawden, "--scores-in", write_lines(tmp_path / "b.txt", [1, 2, 3, 3, 0.5, 0.75])])
+    assert (res["correct"], res["tied"]) == (2, 1) and res["blocks"] == {"total": 2, "all_correct": 1}
+    assert {k: b["correct"] for k, b in res["by"]["kind"].items()} == {"correct": 1, "semi-correct": 1}
+    out = capsys.readouterr().out
+    assert "blocks entirely right: 1/2" in out and "by intrasegmental:" in out
+
+
+def test_scores_in_bad_files_and_flags(tmp_path):
+    src, dst, js = write_voita(tmp_path, "v", [("s", ["A", "B"], 0, 1)])
+    voita = ["--format", "voita", "--src", str(src), "--dst", str(dst), "--json", str(js)]
+    bad = write_lines(tmp_path / "s.txt", [1])
+    with pytest.raises(ce.ContrastiveDataError, match=r"s.txt: 1 lines, but the test set has 2 candidates"):
+        ce.main([*voita, "--scores-in", bad])
+    bad = write_lines(tmp_path / "s.txt", [1, "-0.5x"])
+    with pytest.raises(ce.ContrastiveDataError, match=r"s.txt:2: not a number: '-0.5x'"):
+        ce.main([*voita, "--scores-in", bad])
+    write_lines(tmp_path / "s.txt", ["nan", 1])
+    with pytest.raises(ce.ContrastiveDataError, match=r"s.txt:1: nan is not a score"):
+        ce.main([*voita, "--scores-in", bad])
+    for extra in (["--path", "x.pt"], ["bin"], ["--max-groups", "1"]):
+        with pytest.raises(SystemExit):
+            ce.parse_args([*voita, "--scores-in", bad, *extra])
+    with pytest.raises(SystemExit):
+        ce.parse_args(voita)  # neither a model nor scores
 
 
 def test_accuracy_by_distance_and_true_index():
@@ -264,12 +417,17 @@ def test_command_line_end_to_end(trained, tmp_path):
     assert sum(b["groups"] for b in res["by"]["ctx_dist"].values()) == 8
     assert re.search(r"^accuracy: [0-9.]+ \(\S+/8 groups", proc.stdout, re.M)
     assert re.search(r"^  ctx_dist 1 +[0-9.]+ \(", proc.stdout, re.M)
-    scores = [float(x) for x in scores_file.read_text().split()]
-    assert len(scores) == 24 and all(math.isfinite(s) and s < 0 for s in scores)
-    # the reported accuracy is what the written scores give
+    losses = [float(x) for x in scores_file.read_text().split()]
+    assert len(losses) == 24 and all(math.isfinite(s) and s > 0 for s in losses)  # losses by default
+    # the reported accuracy is what the written scores give, through --scores-in (round trip)
+    out2 = tmp_path / "res2.json"
+    ce.main(["--format", "voita", "--src", str(src), "--dst", str(dst), "--json", str(js),
+             "--scores-in", str(scores_file), "--results", str(out2)])
+    again = json.loads(out2.read_text())
+    for key in ("accuracy", "correct", "groups", "tied", "by", "ties"):
+        assert again[key] == res[key], key
     groups = ce.read_voita(src, dst, js)
-    again = ce.evaluate(groups, [scores[3 * i:3 * i + 3] for i in range(8)], tolerance=1e-4)
-    assert again["correct"] == res["correct"]
+    assert ce.evaluate(groups, [-np.array(losses[3 * i:3 * i + 3]) for i in range(8)])["correct"] == res["correct"]
     # a malformed set: one line, naming the file
     dst.write_text("\n".join(dst.read_text().splitlines()[:-2]) + "\n")
     proc = run_cli("fairseq_ctx.contrastive", [bin_dir, "--path", ckpt, "--format", "voita", "--src", src,
@@ -325,6 +483,102 @@ def test_scores_match_fairseq_sequence_scorer(trained, tmp_path):
     scorer.context_size = 0
     empty = [ce.Candidate(c.source, c.target, []) for c in cands[:3]]
     assert np.allclose(scorer.score(cands[:3]), scorer.score(empty), atol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_context_slice_keeps_the_newest(trained, k):
+    """--context-size k gives the model the k newest context sentences (all
+    of them when a candidate has fewer): 0, 1, 2 and 3 sentences."""
+    raw, bin_dir, ckpt = trained
+    src = (raw / "test.src").read_text().splitlines()
+    tgt = (raw / "test.tgt").read_text().splitlines()
+    scorer, _, task = load_scorer(bin_dir, ckpt, ["--context-size", str(k)])
+    everything = ce.ModelScorer(scorer.models, task, context_size=10)
+    assert scorer.context_size == k
+    pool = src[:3]  # oldest first
+    for n in range(4):
+        context = pool[3 - n:]
+        cand = ce.Candidate(src[5], tgt[5], context)
+        (item,), _ = scorer.encode([cand])
+        assert [task.source_dictionary.string(t) for t in item[1]] == context[-k:] if n else item[1] == []
+        # the score is the one given exactly the newest k sentences ...
+        newest = ce.Candidate(src[5], tgt[5], context[max(n - k, 0):])
+        assert scorer.score([cand])[0] == pytest.approx(everything.score([newest])[0], abs=1e-6)
+        if n > k:  # ... and not the one given the oldest k
+            oldest = ce.Candidate(src[5], tgt[5], context[:k])
+            assert abs(scorer.score([cand])[0] - everything.score([oldest])[0]) > 1e-5
+
+
+def test_two_model_ensemble_matches_fairseq_sequence_scorer(trained, tmp_path):
+    """An ensemble of two different models scores as fairseq's own
+    SequenceScorer does: the log of the mean of the models' probabilities."""
+    from fairseq.sequence_scorer import SequenceScorer
+
+    raw, bin_dir, ckpt = trained
+    models, task = ce.load(ce.parse_args([str(bin_dir), "--path", f"{ckpt}:{ckpt}", "--format", "voita"]))
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # the second member differs from the first
+        for p in models[1].parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=gen))
+    cands = [c for g in ce.read_voita(*hand_made_set(raw, tmp_path, n=4)) for c in g.candidates]
+    scorer = ce.ModelScorer(models, task, context_size=1, batch_size=5)
+    ours = scorer.score(cands)
+    items, index = scorer.encode(cands)
+    ds = scorer._dataset(items)
+    sample = task.model_input(models, ds.collater([ds[i] for i in range(len(items))]))
+    assert "ctx_tokens" in sample["net_input"]
+    hypos = SequenceScorer(task.target_dictionary).generate(models, sample)
+    reference = np.zeros(len(items))
+    reference[sample["id"].numpy()] = [h[0]["positional_scores"].sum().item() for h in hypos]
+    assert np.allclose(ours, reference[index], atol=1e-4)
+    # the members disagree, so a mean of log-probabilities would be told apart
+    single = [ce.ModelScorer([m], task, context_size=1).score(cands) for m in models]
+    assert np.abs(single[0] - single[1]).max() > 0.1
+    assert np.abs((single[0] + single[1]) / 2 - ours).max() > 1e-3
+
+
+def test_max_tokens_counts_context(trained, tmp_path, monkeypatch):
+    """--max-tokens caps a batch's padded size with the context counted; the
+    scores do not depend on it."""
+    raw, bin_dir, ckpt = trained
+    scorer, _, _ = load_scorer(bin_dir, ckpt, ["--context-size", "2"], batch_size=100)
+    src = (raw / "test.src").read_text().splitlines()
+    cands = [ce.Candidate(c.source, c.target, [src[0], src[1]], c.where)
+             for g in ce.read_voita(*hand_made_set(raw, tmp_path)) for c in g.candidates]
+    ref = scorer.score(cands)
+    items, _ = scorer.encode(cands)
+    sizes = np.array([ce.ModelScorer.item_size(it) for it in items])
+    no_context = np.array([max(len(s), len(t)) for s, _, t, _ in items])
+    assert (sizes > no_context).all()  # two context sentences outweigh every target here
+    seen = []
+    real = scorer._score_batch
+    monkeypatch.setattr(scorer, "_score_batch", lambda batch, *a: seen.append(batch["id"].numpy()) or real(batch, *a))
+    scorer.max_tokens = int(2 * sizes.max())
+    assert np.allclose(scorer.score(cands), ref, atol=1e-4)
+    assert all(len(ids) * sizes[ids].max() <= scorer.max_tokens for ids in seen) and len(seen) > 1
+    assert sorted(np.concatenate(seen).tolist()) == list(range(len(items)))
+    scorer.max_tokens = int(sizes.max()) - 1
+    with pytest.raises(ce.ContrastiveDataError, match=r"hand.dst:\d+: \d+ tokens with its context, more than "
+                                                      r"--max-tokens"):
+        scorer.score(cands)
+
+
+def test_unk_warning(trained, tmp_path, caplog):
+    """Text the dictionary does not know (a model trained on subword units
+    scored without --bpe) is mostly <unk>: one warning naming the flags."""
+    raw, bin_dir, ckpt = trained
+    scorer, _, _ = load_scorer(bin_dir, ckpt)
+    cands = [g.candidates[g.true_index] for g in ce.read_voita(*hand_made_set(raw, tmp_path))]
+    with caplog.at_level("WARNING", logger="fairseq_ctx.contrastive"):
+        scorer.score(cands)
+    assert scorer.unk_rates == {"source": 0.0, "target": 0.0} and not caplog.records
+    words = [ce.Candidate(c.source, " ".join("q" + w for w in c.target.split()), c.source_context)
+             for c in cands]
+    with caplog.at_level("WARNING", logger="fairseq_ctx.contrastive"):
+        scorer.score(words)
+    assert scorer.unk_rates == {"source": 0.0, "target": 1.0}
+    (msg,) = [r.getMessage() for r in caplog.records]
+    assert re.match(r"100\.0% of the \d+ target tokens scored are <unk>: .*--bpe.*--source-bpe-model", msg)
 
 
 def test_concat_override_and_sentence_level_task(trained, tmp_path):

@@ -62,11 +62,17 @@ def test_token_layout_round_trip():
     c1, c2, src = torch.tensor([5, 6, EOS]), torch.tensor([7, EOS]), torch.tensor([8, 9, 10, EOS])
     assert build_context_tokens([], EOS, SEP).tolist() == [EOS]
     assert build_context_tokens([c1, c2], EOS, SEP).tolist() == [5, 6, SEP, 7, EOS]
-    assert build_context_tokens([c1, c2], EOS, SEP, max_tokens=3).tolist() == [SEP, 7, EOS]
+    # a cut just after a sentence leaves no separator first (issue 18 item 7)
+    assert build_context_tokens([c1, c2], EOS, SEP, max_tokens=3).tolist() == [7, EOS]
+    assert build_context_tokens([c1, c2], EOS, SEP, max_tokens=4).tolist() == [6, SEP, 7, EOS]
     glued = concat_context_source([c1, c2], src, EOS, SEP)
     assert glued.tolist() == [5, 6, SEP, 7, SEP, 8, 9, 10, EOS]
     assert concat_context_source([], src, EOS, SEP).tolist() == src.tolist()
     assert concat_context_source([c1], src, EOS, SEP, max_tokens=3).tolist() == src.tolist()
+    assert concat_context_source([c1, c2], src, EOS, SEP, max_tokens=5).tolist() == src.tolist()
+    assert concat_context_source([c1, c2], src, EOS, SEP, max_tokens=6).tolist() == [7, SEP, 8, 9, 10, EOS]
+    # an empty context sentence makes two separators meet: both go when the cut leaves them first
+    assert concat_context_source([c1, torch.tensor([EOS])], src, EOS, SEP, max_tokens=6).tolist() == src.tolist()
     batch = torch.tensor([[5, 6, SEP, 7, SEP, 8, 9, 10, EOS], [PAD] * 6 + [8, 9, EOS]])
     s, s_len, c, c_len = split_concatenated(batch, PAD, EOS, SEP, left_pad=True)
     assert s.tolist() == [[8, 9, 10, EOS], [PAD, 8, 9, EOS]] and s_len.tolist() == [4, 3]

@@ -25,7 +25,8 @@ Each ``c_j`` is a context sentence without its EOS.  An empty context is a
 lone ``</s>`` (fairseq's encoding of an empty line), so the context encoder
 always has a key to attend to.  Context longer than ``max_context_tokens``
 loses its *oldest* tokens; a concatenated source is cut from the left in the
-same way so the current sentence itself always survives.
+same way so the current sentence itself always survives.  A cut never leaves
+a separator first (one that would separate nothing): it is dropped too.
 
 Batching: ``--max-tokens`` counts source and target tokens as in
 ``LanguagePairDataset`` (with ``concat``, the glued source); a separate
@@ -102,6 +103,15 @@ def _strip_eos(tokens: torch.Tensor, eos: int) -> torch.Tensor:
     return tokens[:-1] if len(tokens) > 0 and tokens[-1] == eos else tokens
 
 
+def _drop_leading_sep(tokens: torch.Tensor, sep: int, keep: int = 1) -> torch.Tensor:
+    """A cut that lands just after a sentence (or after an empty one) leaves
+    ``<sep>`` first, separating nothing: drop the leading separators, but
+    never the last ``keep`` tokens (the current source when concatenated)."""
+    not_sep = tokens.ne(sep)
+    lead = int(not_sep.int().argmax()) if bool(not_sep.any()) else len(tokens)
+    return tokens[min(lead, max(len(tokens) - keep, 0)):]
+
+
 def build_context_tokens(context: Sequence[torch.Tensor], eos: int, sep: int,
                          max_tokens: Optional[int] = None) -> torch.Tensor:
     """Join context sentences (oldest first) into one context sequence for a
@@ -114,7 +124,7 @@ def build_context_tokens(context: Sequence[torch.Tensor], eos: int, sep: int,
     parts.append(torch.tensor([eos], dtype=torch.long))
     out = torch.cat(parts)
     if max_tokens is not None and len(out) > max_tokens:
-        out = out[len(out) - max_tokens:]
+        out = _drop_leading_sep(out[len(out) - max_tokens:], sep)
     return out
 
 
@@ -132,7 +142,7 @@ def concat_context_source(context: Sequence[torch.Tensor], source: torch.Tensor,
     parts.append(source.long())
     out = torch.cat(parts)
     if max_tokens is not None and len(out) > max_tokens:
-        out = out[len(out) - max(max_tokens, len(source)):]
+        out = _drop_leading_sep(out[len(out) - max(max_tokens, len(source)):], sep, keep=len(source))
     return out
 
 
