@@ -707,3 +707,35 @@ def test_sentencepiece_option(tmp_path):
     assert pieces.split()[0].startswith("\u2581")
     assert "".join(pieces.split()).replace("\u2581", " ").strip() == "the cat sat"
     assert ce.build_encoders(ce.parse_args(["bin", "--path", "x.pt", "--format", "voita"]))("a b") == "a b"
+
+
+def test_separate_source_and_target_subword_models(tmp_path):
+    """--source-bpe-model/--target-bpe-model: one sentencepiece model per
+    language, each side split by its own (as fairseq-preprocess saw it)."""
+    spm = pytest.importorskip("sentencepiece")
+    models = {}
+    for side, text in (("src", "the cat sat on the mat number {} again"),
+                       ("tgt", "die katze sass auf der matte nummer {} wieder")):
+        corpus = tmp_path / f"{side}.txt"
+        corpus.write_text("\n".join(text.format(i) for i in range(200)) + "\n")
+        spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / side), vocab_size=30,
+                                       model_type="unigram", minloglevel=2)
+        models[side] = spm.SentencePieceProcessor(model_file=str(tmp_path / f"{side}.model"))
+    args = ce.parse_args(["bin", "--path", "x.pt", "--format", "voita", "--bpe", "sentencepiece",
+                          "--source-bpe-model", str(tmp_path / "src.model"),
+                          "--target-bpe-model", str(tmp_path / "tgt.model")])
+    enc_src, enc_tgt = ce.build_side_encoders(args)
+    for text in ("the cat sat", "die katze sass"):
+        assert enc_src(text).split() == models["src"].encode(text, out_type=str)
+        assert enc_tgt(text).split() == models["tgt"].encode(text, out_type=str)
+    assert enc_src("die katze sass") != enc_tgt("die katze sass")
+    # one side given: the other keeps --sentencepiece-model
+    args = ce.parse_args(["bin", "--path", "x.pt", "--format", "voita", "--bpe", "sentencepiece",
+                          "--sentencepiece-model", str(tmp_path / "src.model"),
+                          "--target-bpe-model", str(tmp_path / "tgt.model")])
+    enc_src, enc_tgt = ce.build_side_encoders(args)
+    assert enc_src("die katze").split() == models["src"].encode("die katze", out_type=str)
+    assert enc_tgt("die katze").split() == models["tgt"].encode("die katze", out_type=str)
+    for bad in (["--source-bpe-model", "m"], ["--bpe", "gpt2", "--target-bpe-model", "m"]):
+        with pytest.raises(SystemExit):
+            ce.parse_args(["bin", "--path", "x.pt", "--format", "voita", *bad])
