@@ -26,7 +26,7 @@ def build(arch, extra=(), dict_size=64, meta=False):
 # ---------------------------------------------------------------- parameter counts
 
 # Table 1 (# Para. minus the 88.0M baseline), Transformer-Base. The global row
-# is 6 x 2d^2 = 3.15M by the reading in shared/papers/README.md (printed: 3.0M).
+# is 6 x 2d^2 = 3.15M by the reading in docs/ambiguities.md (printed: 3.0M).
 TABLE1 = [
     ("encoder", "global", 3.15),
     ("encoder", "deep-global", 11.0),

@@ -27,8 +27,7 @@ encoder runs once per sentence: beam search only reorders its output
 ``ctx_out`` and mask ``ctx_padding_mask``), so a decoding step costs the same
 as in a plain transformer.  The context itself costs about one more encoder
 pass, which bounds the training speed at roughly 0.75x a plain transformer
-of the same size (measured 0.76-0.78x in CPU time on Bible batches, small
-preset; 0.61x without the length groups) and decoding at about 0.9x (beam 4).
+of the same size (measured speeds: ``docs/benchmarks.md``).
 
 The context comes from ``--task document_translation`` as ``ctx_tokens``
 (B x T_ctx) / ``ctx_lengths``.  Without it (e.g. ``--task translation``)

@@ -1,7 +1,6 @@
 """GRET: Global Representation Enhanced Transformer (Weng et al., AAAI 2020).
 
-Spec: ``shared/papers/gret-global-representation-enhanced-transformer.md`` and
-the GRET notes of ``shared/papers/README.md``.
+Spec: the paper, and the GRET notes of ``docs/ambiguities.md``.
 
 * Encoder (:class:`GretEncoder`): a plain Transformer encoder whose every
   layer's states are summarised into K capsules by dynamic routing (Eq. 2-6),
@@ -50,11 +49,9 @@ That is +6.92M, 8% above the paper's +6.4M. The ablations: no capsule
 (+2.10M: GRU + gate), no aggregation (+1.33M: one layer's capsules + pooling
 + gate), no gate (+6.40M).
 
-Cost, measured on a shared 2-core CPU (d 256, 6 + 6 layers, one thread,
-median of 7 alternating rounds): the encoder's forward takes about 30% longer
-(routing is one extra d x d product per token and layer plus small batched
-products), a decoding step about 0.5% longer (the gate), so beam decoding and
-training run at 0.92-1.03x of the plain Transformer (run-to-run noise ~5%).
+Cost: routing adds one d x d product per token and encoder layer plus small
+batched products; a decoding step adds the gate's one d x d product.
+Measured speeds: ``docs/benchmarks.md``.
 """
 import logging
 import os

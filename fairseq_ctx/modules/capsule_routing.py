@@ -8,7 +8,7 @@ Generation", Algorithm 1 and Eq. 2-6:
     c    = softmax(B)                                       (Eq. 5)
     B   <- B + h_hat . u      (B starts at zero)            (Eq. 6)
 
-Choices where the paper is ambiguous (see also ``../../shared/papers/README.md``):
+Choices where the paper is ambiguous (see also ``docs/ambiguities.md``):
 
 * **Per-capsule transform.** Eq. 3 has one W_k per capsule. A full d x d
   matrix per capsule (32 x 0.26M = 8.4M per layer with Base dimensions) cannot
@@ -24,8 +24,8 @@ Choices where the paper is ambiguous (see also ``../../shared/papers/README.md``
   capsules.
 * **Direction of the softmax (Eq. 5).** The paper's text takes the softmax of
   each row b_k of the K x I matrix B (over input positions); dynamic routing
-  as in Sabour et al. (2017), which the paper cites and which the project's
-  papers README assumes, takes it over capsules for each position. Default:
+  as in Sabour et al. (2017), which the paper cites and which
+  docs/ambiguities.md assumes, takes it over capsules for each position. Default:
   ``"capsules"`` (Sabour); ``"positions"`` follows the literal Eq. 5.
 * **Gradient through the routing.** The paper does not say whether gradients
   flow through the routing iterations. Here the iterations that only update

@@ -17,7 +17,7 @@ Context types of layer ``l`` (1-based), built from the layer inputs
 * ``deep-global+deep``: "by simply summing them": ``C U = C_dg U_dg + C_d U_d``,
   one gate on the sum.
 
-Reading of the paper where it is ambiguous (see ``shared/papers/README.md``):
+Reading of the paper where it is ambiguous (see ``docs/ambiguities.md``):
 
 * ``U_Q``, ``U_K`` are ``d_c x d``; they are stored as one ``d_c x 2d`` matrix
   per context type so ``C [U_Q U_K]`` is one matmul. A global context is one

@@ -53,8 +53,7 @@ of l_c (k_l, v_l) another, and both FI units run as a single
 already laid out as [h_l; h_g] for W_z. The convolution is one GEMM over the
 unshifted input followed by f shifted additions (no unfolded f*C-wide copy of
 the input). With these, the module costs what its FLOPs say (12 C^2 per token
-against 4 C^2 for self-attention): measured on CPU it is 3x the time of
-fairseq's MultiheadAttention, forward + backward.
+against 4 C^2 for self-attention; measured: ``docs/benchmarks.md``).
 
 Readout for analysis (Eq. 10-13): with ``need_weights=True`` the forward
 returns the FI attention probabilities as a B x 2 x H x T x S tensor
