@@ -23,8 +23,31 @@ takes the TPU path). Example on a GPU::
         --json benchmarks/precision-h100.json
 
 Prints a table and exits non-zero if any run failed.
+
+Checkpoint mode (``--path CKPT``, any device, CPU included): no training.
+The trained model is loaded in float32 and, for each ``--precision``, a copy
+cast to that dtype runs the same ``--check-batches`` batches of
+``--gen-subset`` (spread over the length-sorted batches, the longest
+included):
+
+* forward (teacher-forced): every module's output finite, else the first
+  module (in execution order) whose output is not; the target NLL and the
+  largest difference of any output probability from float32;
+* backward of the float32 NLL: every gradient finite, else the module
+  nearest the loss whose output gradient is not (the first one backward
+  reaches); cosine of the whole gradient with float32's;
+* incremental decoding (step by step, as beam search runs the decoder):
+  finite, and the largest probability difference from the full pass in the
+  same dtype (running sums, caches) and from float32.
+
+A run fails on anything non-finite or on a difference above ``--max-prob-diff``
+(per dtype, default 0.05 for fp16 and 0.25 for bf16: see ``PROB_TOLERANCE``).
+For a user whose ``--fp16`` run diverges::
+
+    python3 scripts/precision_check.py DATA-BIN --path CKPT --device cpu --precision fp16 bf16
 """
 import argparse
+import copy
 import json
 import math
 import os
@@ -50,6 +73,14 @@ SMALL = ["--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim"
          "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
          "--encoder-attention-heads", "4", "--decoder-attention-heads", "4"]
 PRECISION_FLAGS = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}
+# Largest tolerated |p_half - p_fp32| over all output probabilities. The unit
+# roundoff is 2^-11 (fp16) and 2^-8 (bf16); through 12 layers the logits'
+# error grows to a few tens of units of roundoff times their scale, which
+# moves a probability near 0.5 by ~1e-2 (fp16) and ~1e-1 (bf16). The values
+# were set from fairseq's own Transformer checked by the same code (see
+# tests/test_precision.py), with a margin; anything above them is a module
+# losing precision, not rounding.
+PROB_TOLERANCE = {"fp32": 1e-4, "fp16": 0.05, "bf16": 0.25}
 
 
 def train(opts, arch, flags, precision, save_dir):
@@ -117,6 +148,206 @@ def check_modules(opts, checkpoint, precision, task_flags):
     return (bad[0] if bad else None), checked
 
 
+DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _tensors(obj):
+    """Every tensor in a module output (tensors, and lists, tuples and dicts of them)."""
+    import torch
+
+    if torch.is_tensor(obj):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o)
+
+
+class NonFiniteWatch(object):
+    """Forward hooks on every module of ``model``: ``forward`` is the first
+    module (in the order outputs are produced, so the innermost culprit before
+    its parents) whose floating-point output holds NaN or inf; with
+    ``watch_grads`` also ``backward``, the first module whose output gradient
+    is not finite (the one nearest the loss, as backward reaches them)."""
+
+    def __init__(self, model, watch_grads=False):
+        self.forward = None
+        self.backward = None
+        self.watch_grads = watch_grads
+        self.handles = [m.register_forward_hook(self._hook(name or "model")) for name, m in model.named_modules()]
+
+    def _hook(self, name):
+        import torch
+
+        def hook(module, inputs, output):
+            for t in _tensors(output):
+                if not t.is_floating_point():
+                    continue
+                if self.forward is None and not bool(torch.isfinite(t).all()):
+                    self.forward = name
+                if self.watch_grads and t.requires_grad:
+                    t.register_hook(self._grad_hook(name))
+        return hook
+
+    def _grad_hook(self, name):
+        import torch
+
+        def hook(grad):
+            if self.backward is None and not bool(torch.isfinite(grad).all()):
+                self.backward = name
+        return hook
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+
+
+def _max_prob_diff(lp_a, lp_b, keep):
+    """Largest |p_a - p_b| over the vocabulary at the kept (non-padding)
+    target positions; lp_*: B x T x V float32 log-probabilities, keep: B x T."""
+    return float((lp_a.exp() - lp_b.exp()).abs()[keep].max()) if bool(keep.any()) else 0.0
+
+
+def run_precision(model, sample, incremental=True):
+    """One model in its own dtype on one batch. Returns a dict with the
+    float32 log-probabilities of the full forward (B x T x V), the target NLL,
+    the flat float32 gradient, the incremental log-probabilities and the
+    first non-finite module of forward / backward / incremental decoding."""
+    import torch
+
+    net_input, target = sample["net_input"], sample["target"]
+    pad = model.decoder.dictionary.pad()
+    keep = target.ne(pad)
+    for m in model.modules():  # eval: no dropout, so every dtype computes the same function
+        m.train(False)
+    model.zero_grad(set_to_none=True)
+    watch = NonFiniteWatch(model, watch_grads=True)
+    try:
+        with torch.enable_grad():
+            out = model(**net_input)
+            lprobs = model.get_normalized_probs(out, log_probs=True).float()  # B x T x V
+            nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)[keep].mean()
+            fwd_bad = watch.forward
+            nll.backward()
+    finally:
+        watch.close()
+    grads = [p.grad.float().flatten() if p.grad is not None else torch.zeros(p.numel())
+             for p in model.parameters() if p.requires_grad]
+    bad_params = [n for n, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
+    model.zero_grad(set_to_none=True)
+    res = {"lprobs": lprobs.detach(), "nll": float(nll.detach()), "grad": torch.cat(grads), "keep": keep,
+           "forward_nonfinite": fwd_bad, "backward_nonfinite": watch.backward,
+           "nonfinite_grads": bad_params, "inc_lprobs": None, "incremental_nonfinite": None}
+    if incremental:
+        prev = net_input["prev_output_tokens"]
+        watch = NonFiniteWatch(model)
+        try:
+            with torch.no_grad():
+                enc_input = {k: v for k, v in net_input.items() if k != "prev_output_tokens"}
+                enc = model.encoder.forward_torchscript(enc_input)
+                state = {}
+                steps = [model.get_normalized_probs(
+                    model.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state), log_probs=True)
+                    .float() for t in range(prev.size(1))]
+        finally:
+            watch.close()
+        res["inc_lprobs"] = torch.cat(steps, dim=1)
+        res["incremental_nonfinite"] = watch.forward
+    return res
+
+
+def compare_precisions(model, sample, precisions, incremental=True, tolerance=None):
+    """Run ``model`` (float32) and a copy cast to each of ``precisions`` on
+    ``sample``; returns one row per precision (see the module docstring)."""
+    import torch
+
+    tolerance = {**PROB_TOLERANCE, **(tolerance or {})}
+    model = model.float()
+    ref = run_precision(model, sample, incremental=False)  # step-by-step output is compared with the full pass
+    keep = ref["keep"]
+    rows = []
+    for precision in precisions:
+        dtype = getattr(torch, DTYPES[precision])
+        half = model if precision == "fp32" else copy.deepcopy(model).to(dtype)
+        r = run_precision(half, sample, incremental)
+        finite = bool(torch.isfinite(r["lprobs"][keep]).all()) and math.isfinite(r["nll"])
+        g, g_ref = r["grad"], ref["grad"]
+        row = {
+            "precision": precision,
+            "forward_nonfinite": r["forward_nonfinite"],
+            "backward_nonfinite": r["backward_nonfinite"],
+            "nonfinite_grads": r["nonfinite_grads"][:5],
+            "nll": r["nll"], "nll_fp32": ref["nll"],
+            "max_prob_diff": _max_prob_diff(r["lprobs"], ref["lprobs"], keep) if finite else math.inf,
+            "grad_cosine": float(torch.nn.functional.cosine_similarity(g.double(), g_ref.double(), dim=0))
+            if bool(torch.isfinite(g).all()) else math.nan,
+        }
+        if incremental:
+            inc = r["inc_lprobs"]
+            inc_finite = bool(torch.isfinite(inc[keep]).all())
+            row["incremental_nonfinite"] = r["incremental_nonfinite"] or (None if inc_finite else "decoder")
+            row["inc_vs_full"] = _max_prob_diff(inc, r["lprobs"], keep) if inc_finite else math.inf
+            row["inc_vs_fp32"] = _max_prob_diff(inc, ref["lprobs"], keep) if inc_finite else math.inf
+        tol = tolerance[precision]
+        row["ok"] = (finite and row["forward_nonfinite"] is None and not row["nonfinite_grads"]
+                     and row["backward_nonfinite"] is None
+                     and row["max_prob_diff"] <= tol
+                     and (not incremental or (row["incremental_nonfinite"] is None
+                                              and row["inc_vs_full"] <= tol and row["inc_vs_fp32"] <= tol)))
+        rows.append(row)
+        del half
+    return rows
+
+
+def pick_batches(task, subset, max_tokens, count):
+    """``count`` batches of ``subset`` spread evenly over fairseq's
+    length-sorted batch order (the first and the longest included)."""
+    task.load_dataset(subset)
+    dataset = task.dataset(subset)
+    itr = task.get_batch_iterator(dataset=dataset, max_tokens=max_tokens, required_batch_size_multiple=1,
+                                  max_positions=None, ignore_invalid_inputs=False)
+    batches = list(itr.frozen_batches)
+    if not batches:
+        raise SystemExit(f"precision_check: error: --gen-subset {subset} of {task.cfg.data} is empty")
+    count = min(count, len(batches))
+    picks = sorted({round(i * (len(batches) - 1) / max(1, count - 1)) for i in range(count)})
+    return [dataset.collater([dataset[i] for i in batches[b]]) for b in picks]
+
+
+def check_checkpoint(opts):
+    """Checkpoint mode: every ``--precision`` against float32 on the picked
+    batches; prints one line per batch and precision, returns the rows."""
+    import torch
+    from fairseq import checkpoint_utils, utils
+
+    utils.import_user_module(argparse.Namespace(user_dir=USER_DIR))  # also allow-lists checkpoint classes
+    if not os.path.isfile(opts.path):
+        raise SystemExit(f"precision_check: error: --path {opts.path}: no such checkpoint")
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([opts.path], arg_overrides={"data": opts.data})
+    model = models[0].float().to(opts.device)
+    tolerance = dict(zip(opts.precision, opts.max_prob_diff)) if opts.max_prob_diff else None
+    rows = []
+    for b, sample in enumerate(pick_batches(task, opts.gen_subset, opts.max_tokens, opts.check_batches)):
+        if opts.device == "cuda":
+            sample = utils.move_to_cuda(sample)
+        src_len = int(sample["net_input"]["src_tokens"].size(1))
+        tgt_len = int(sample["target"].size(1))
+        for row in compare_precisions(model, sample, opts.precision, not opts.no_incremental, tolerance):
+            row.update(batch=b, sentences=int(sample["target"].size(0)), src_len=src_len, tgt_len=tgt_len)
+            rows.append(row)
+            where = [f"{k}: {row[k]}" for k in ("forward_nonfinite", "backward_nonfinite", "incremental_nonfinite")
+                     if row.get(k)]
+            print(f"batch {b:<3} src {src_len:<4} tgt {tgt_len:<4} {row['precision']:<5} "
+                  f"{'ok' if row['ok'] else 'FAILED':<7} max|dp| {row['max_prob_diff']:.2e}  "
+                  f"nll {row['nll']:.4f} (fp32 {row['nll_fp32']:.4f})  grad cos {row['grad_cosine']:.5f}"
+                  + (f"  incremental max|dp| {row['inc_vs_full']:.2e} vs full, {row['inc_vs_fp32']:.2e} vs fp32"
+                     if "inc_vs_full" in row else "")
+                  + (f"  NON-FINITE {'; '.join(where)}" if where else ""), flush=True)
+    return rows
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -132,6 +363,12 @@ def main():
     p.add_argument("--check-batches", type=int, default=20)
     p.add_argument("--max-overflow-skips", type=int, default=20,
                    help="more fp16 overflow skips than this counts as an overflow loop")
+    p.add_argument("--path", help="checkpoint mode: check this trained checkpoint instead of training "
+                                  "(any --device; see the module docstring)")
+    p.add_argument("--gen-subset", default="valid", help="checkpoint mode: the subset whose batches are run")
+    p.add_argument("--no-incremental", action="store_true", help="checkpoint mode: skip step-by-step decoding")
+    p.add_argument("--max-prob-diff", type=float, nargs="+",
+                   help="checkpoint mode: tolerated |p - p_fp32|, one per --precision (default: PROB_TOLERANCE)")
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="further fairseq-train flags (last)")
     p.add_argument("--json", help="write the results here")
     opts = p.parse_args()
@@ -139,9 +376,20 @@ def main():
         p.error(f"data directory not found: {opts.data}")
     if opts.updates < 1:
         p.error("--updates must be at least 1")
+    if opts.check_batches < 1:
+        p.error("--check-batches must be at least 1")
+    if opts.max_prob_diff and len(opts.max_prob_diff) != len(opts.precision):
+        p.error(f"--max-prob-diff needs one value per --precision ({len(opts.precision)}), "
+                f"got {len(opts.max_prob_diff)}")
+    if opts.path:
+        rows = check_checkpoint(opts)
+        if opts.json:
+            with open(opts.json, "w") as f:
+                json.dump({"checkpoint": opts.path, "settings": vars(opts), "results": rows}, f, indent=2)
+        sys.exit(0 if all(r["ok"] for r in rows) else 1)
     if opts.device == "cpu" and set(opts.precision) - {"fp32"}:
-        p.error("--precision fp16/bf16 need --device cuda (fairseq's --fp16 requires CUDA and its --bf16 "
-                "without CUDA takes the TPU path)")
+        p.error("--precision fp16/bf16 need --device cuda to train (fairseq's --fp16 requires CUDA and its "
+                "--bf16 without CUDA takes the TPU path); on CPU check a trained checkpoint with --path")
 
     import torch
 
