@@ -204,10 +204,10 @@ def main(argv: Optional[Sequence[str]] = None):
     if "-h" in argv or "--help" in argv:
         print(_quick_help(), end="")
         return None
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=os.environ.get("LOGLEVEL", "INFO").upper(), stream=sys.stderr)
+    from fairseq_ctx.cli import setup_logging
     from fairseq_ctx.errors import install_excepthook
 
+    setup_logging(level=os.environ.get("LOGLEVEL", "INFO").upper())
     install_excepthook()
     if "--help-fairseq" in argv:
         import fairseq_ctx  # noqa: F401

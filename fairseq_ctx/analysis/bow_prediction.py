@@ -63,7 +63,6 @@ import copy
 import json
 import logging
 import os
-import sys
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -71,15 +70,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fairseq_ctx.analysis.probing import (
-    comma_list,
-    NoGlobalStateError,
-    add_checkpoint_args,
-    checkpoint_paths,
-    load_checkpoint,
-    pool_encoder_out,
-    run_encoder,
-)
+from fairseq_ctx.analysis.probing import NoGlobalStateError, pool_encoder_out, run_encoder
+from fairseq_ctx.cli import add_checkpoint_args, checkpoint_paths, comma_list, load_checkpoint, setup_logging
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 logger = logging.getLogger("fairseq_ctx.analysis.bow_prediction")
@@ -395,8 +387,7 @@ def format_table(summary: Dict) -> str:
 
 def main(argv=None):
     install_excepthook()
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.INFO, stream=sys.stderr)
+    setup_logging()
     args = parse_args(argv)
     paths = checkpoint_paths(args.path)
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"

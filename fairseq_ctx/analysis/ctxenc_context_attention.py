@@ -27,10 +27,11 @@ Usage::
 """
 import json
 import logging
-import sys
 from typing import Dict
 
 import torch
+
+from fairseq_ctx.cli import setup_logging
 
 logger = logging.getLogger("fairseq_ctx.analysis.ctxenc_context_attention")
 
@@ -145,8 +146,7 @@ def format_table(res: Dict, top_k: int) -> str:
 
 
 def main(argv=None):
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
-                        stream=sys.stderr)
+    setup_logging()
     import fairseq_ctx  # noqa: F401  (registers the task and the arch; safe checkpoint loading)
     from fairseq import checkpoint_utils, options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf

@@ -33,7 +33,8 @@ from typing import Dict, List
 import torch
 
 import fairseq_ctx  # noqa: F401  (registers transformer_ctxsan, safe loading)
-from fairseq import checkpoint_utils, utils
+from fairseq import utils
+from fairseq_ctx.cli import load_checkpoint
 from fairseq_ctx.models.transformer_ctxsan import TransformerCtxSanModel
 
 SLOTS = ("q", "k")
@@ -60,13 +61,9 @@ def analyse_model(path: str, data: str, subset: str, max_tokens: int, max_senten
                   token_out) -> Dict:
     """Run one checkpoint over ``subset``; write its per-token lines to
     ``token_out`` and return its per-layer means."""
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
-    model = models[0]
+    model, task, _ = load_checkpoint(path, data, "cuda" if use_cuda else "cpu")
     if not isinstance(model, TransformerCtxSanModel):
         raise ValueError(f"--path {path}: not a transformer_ctxsan checkpoint ({type(model).__name__})")
-    model.eval()
-    if use_cuda:
-        model.cuda()
     attentions = model.ctxsan_attentions()
     for mods in attentions.values():
         for att in mods:

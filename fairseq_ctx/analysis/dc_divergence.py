@@ -35,6 +35,8 @@ from typing import Dict, List
 
 import torch
 
+from fairseq_ctx.cli import setup_logging
+
 logger = logging.getLogger("fairseq_ctx.analysis.dc_divergence")
 
 
@@ -155,8 +157,7 @@ def plot(results: List[Dict], path: str):
 
 
 def main(argv=None):
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
-                        stream=sys.stdout)
+    setup_logging(stream=sys.stdout)
     import fairseq_ctx  # noqa: F401  (registers transformer_dc; safe checkpoint loading)
     from fairseq import checkpoint_utils, options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf

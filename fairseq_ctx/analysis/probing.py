@@ -73,7 +73,6 @@ import copy
 import json
 import logging
 import os
-import sys
 import urllib.error
 import urllib.request
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -82,7 +81,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fairseq_ctx.contrastive import build_encoders  # tokenizer + BPE, as fairseq-interactive
+from fairseq_ctx.cli import (add_checkpoint_args, add_text_encoder_args, build_encoders, checkpoint_paths,
+                             comma_list, load_checkpoint, parse_with_encoders, setup_logging)
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 logger = logging.getLogger("fairseq_ctx.analysis.probing")
@@ -384,88 +384,8 @@ def probe_task(x: Dict[str, torch.Tensor], y: Dict[str, torch.Tensor], num_class
 # command line
 # ---------------------------------------------------------------------------
 
-def _registry_choices(name):
-    from fairseq.registry import REGISTRIES
-
-    return sorted(REGISTRIES[name]["registry"].keys())
-
-
-def comma_list(cast, valid, what: str):
-    """An argparse ``type`` for comma-separated values: each converted by
-    ``cast`` and accepted by ``valid``; ``what`` names them in the error."""
-    def parse(text: str):
-        try:
-            values = [cast(v) for v in text.split(",") if v.strip()]
-        except ValueError:
-            values = []
-        if not values or not all(valid(v) for v in values):
-            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
-        return values
-
-    return parse
-
-
 _int_list = comma_list(int, lambda v: v >= 0, "integers >= 0")
 _float_list = comma_list(float, lambda v: 0.0 <= v < 1.0, "dropouts in [0, 1)")
-
-
-def add_text_encoder_args(parser):
-    from fairseq.data import encoders  # noqa: F401  (registers the --tokenizer/--bpe choices)
-
-    g = parser.add_argument_group("preprocessing (as the model's training data)")
-    g.add_argument("--tokenizer", choices=_registry_choices("tokenizer"),
-                   help="tokenize the sentences before --bpe (default: taken as they are)")
-    g.add_argument("--bpe", choices=_registry_choices("bpe"), help="subword-split the sentences (default: none)")
-
-
-def add_checkpoint_args(parser):
-    parser.add_argument("data", nargs="?", help="data-bin directory with the model's dictionaries "
-                        "(default: the one recorded in the checkpoint)")
-    parser.add_argument("--path", action="append", required=True,
-                        help="checkpoint(s): ':'-separated and/or repeated; each is analysed on its own")
-    parser.add_argument("--max-tokens", type=int, default=4000, help="tokens per encoder batch")
-    parser.add_argument("--cpu", action="store_true", help="run on CPU even if CUDA is available")
-
-
-def parse_with_encoders(parser, argv):
-    """Two passes, as fairseq's own parsers: the chosen --tokenizer/--bpe add
-    their options (e.g. --sentencepiece-model, --bpe-codes)."""
-    from fairseq.dataclass.utils import gen_parser_from_dataclass
-    from fairseq.registry import REGISTRIES
-
-    known, _ = parser.parse_known_args(argv)
-    for name in ("tokenizer", "bpe"):
-        choice = getattr(known, name, None)
-        dc = REGISTRIES[name]["dataclass_registry"].get(choice) if choice else None
-        if dc is not None:
-            gen_parser_from_dataclass(parser.add_argument_group(f"--{name} {choice}"), dc())
-    return parser.parse_args(argv)
-
-
-def checkpoint_paths(path_args: Sequence[str]) -> List[str]:
-    from fairseq import utils
-
-    paths = [p for arg in path_args for p in utils.split_paths(arg) if p]
-    if not paths:
-        raise FairseqCtxError("--path: no checkpoint given")
-    for p in paths:
-        if not os.path.isfile(p):
-            raise FairseqCtxError(f"--path: {p}: no such checkpoint file")
-    return paths
-
-
-def load_checkpoint(path: str, data: Optional[str], device: str):
-    """One model (eval mode, on ``device``) and its task."""
-    import fairseq_ctx  # noqa: F401  (registers archs/tasks, installs safe checkpoint loading)
-    from fairseq import checkpoint_utils
-
-    overrides = {"data": data} if data else {}
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-    model = models[0].eval().to(device)
-    for p in model.parameters():
-        p.requires_grad_(False)
-    arch = getattr(cfg.model, "arch", None) or getattr(cfg.model, "_name", None)
-    return model, task, arch
 
 
 def get_parser():
@@ -484,7 +404,8 @@ def get_parser():
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (probing.json)")
     p.add_argument("--max-train", type=int, default=0, metavar="N",
                    help="use only the first N training sentences of each task (0: all)")
-    add_text_encoder_args(p)
+    add_text_encoder_args(p, tokenizer_help="tokenize the sentences before --bpe (default: taken as they are)",
+                          bpe_help="subword-split the sentences (default: none)")
     g = p.add_argument_group("classifier (DC Sect. 7.1; SentEval where the paper is silent)")
     g.add_argument("--hidden", type=_int_list, default=[50, 100, 200],
                    help="hidden sizes to try, comma-separated (0: logistic regression; default: SentEval's grid)")
@@ -581,8 +502,7 @@ def format_table(summary: Dict) -> str:
 
 def main(argv=None):
     install_excepthook()
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.INFO, stream=sys.stderr)
+    setup_logging()
     args = parse_args(argv)
     paths = checkpoint_paths(args.path)
     if args.download:

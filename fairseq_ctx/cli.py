@@ -1,0 +1,146 @@
+"""Command-line helpers that the tools share: logging set-up, checkpoint
+loading, the ``--tokenizer``/``--bpe`` arguments and the text encoders they
+build.
+
+This module imports fairseq only inside its functions, so that a tool's
+import of it costs nothing beyond what the package itself imports.
+"""
+import argparse
+import logging
+import os
+import sys
+from typing import Callable, List, Optional, Sequence
+
+from fairseq_ctx.errors import FairseqCtxError
+
+# fairseq's own CLI format, so our tools' lines interleave readably with its
+LOG_FORMAT = "%(asctime)s | %(levelname)s | %(name)s | %(message)s"
+
+
+def setup_logging(stream=sys.stderr, level=logging.INFO):
+    logging.basicConfig(format=LOG_FORMAT, level=level, stream=stream)
+
+
+# ---------------------------------------------------------------------------
+# arguments
+# ---------------------------------------------------------------------------
+
+def registry_choices(name: str) -> List[str]:
+    """The names registered in one of fairseq's registries (``tokenizer``,
+    ``bpe``, ...)."""
+    from fairseq.data import encoders  # noqa: F401  (registering happens at this import)
+    from fairseq.registry import REGISTRIES
+
+    return sorted(REGISTRIES[name]["registry"].keys())
+
+
+def add_text_encoder_args(parser, title: str = "preprocessing (as the model's training data)",
+                          tokenizer_help: str = "tokenize raw text before --bpe (default: input is tokenized)",
+                          bpe_help: str = "subword-split the text (default: none)"):
+    """``--tokenizer`` and ``--bpe`` with fairseq's choices, in a group of
+    their own (returned, for callers that add more options to it). Parse
+    with :func:`parse_with_encoders` so that the chosen ones add their
+    options."""
+    group = parser.add_argument_group(title)
+    group.add_argument("--tokenizer", choices=registry_choices("tokenizer"), help=tokenizer_help)
+    group.add_argument("--bpe", choices=registry_choices("bpe"), help=bpe_help)
+    return group
+
+
+def add_encoder_options(parser, argv=None):
+    """Add the options of the ``--tokenizer``/``--bpe`` named in ``argv``
+    (e.g. ``--sentencepiece-model``, ``--bpe-codes``), as fairseq's own
+    parsers do in their first pass."""
+    from fairseq.dataclass.utils import gen_parser_from_dataclass
+    from fairseq.registry import REGISTRIES
+
+    known, _ = parser.parse_known_args(argv)
+    for name in ("tokenizer", "bpe"):
+        choice = getattr(known, name, None)
+        dc = REGISTRIES[name]["dataclass_registry"].get(choice) if choice else None
+        if dc is not None:
+            gen_parser_from_dataclass(parser.add_argument_group(f"--{name} {choice}"), dc())
+
+
+def parse_with_encoders(parser, argv=None):
+    """Two passes: the chosen ``--tokenizer``/``--bpe`` add their options,
+    then the whole command line is parsed."""
+    add_encoder_options(parser, argv)
+    return parser.parse_args(argv)
+
+
+def build_encoders(args) -> Callable[[str], str]:
+    """Text -> model input: ``--tokenizer``, then ``--bpe`` (either may be
+    absent), as ``fairseq-interactive`` prepares its input."""
+    from fairseq.data import encoders
+
+    tokenizer = encoders.build_tokenizer(args) if args.tokenizer else None
+    bpe = encoders.build_bpe(args) if args.bpe else None
+
+    def encode(text: str) -> str:
+        if tokenizer is not None:
+            text = tokenizer.encode(text)
+        if bpe is not None:
+            text = bpe.encode(text)
+        return text
+
+    return encode
+
+
+def comma_list(cast, valid, what: str):
+    """An argparse ``type`` for comma-separated values: each converted by
+    ``cast`` and accepted by ``valid``; ``what`` names them in the error."""
+    def parse(text: str):
+        try:
+            values = [cast(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            values = []
+        if not values or not all(valid(v) for v in values):
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
+        return values
+
+    return parse
+
+
+# ---------------------------------------------------------------------------
+# checkpoints
+# ---------------------------------------------------------------------------
+
+def add_checkpoint_args(parser):
+    """DATA-BIN, ``--path`` (repeatable), ``--max-tokens``, ``--cpu``: the
+    arguments of a tool that analyses each checkpoint on its own."""
+    parser.add_argument("data", nargs="?", help="data-bin directory with the model's dictionaries "
+                        "(default: the one recorded in the checkpoint)")
+    parser.add_argument("--path", action="append", required=True,
+                        help="checkpoint(s): ':'-separated and/or repeated; each is analysed on its own")
+    parser.add_argument("--max-tokens", type=int, default=4000, help="tokens per encoder batch")
+    parser.add_argument("--cpu", action="store_true", help="run on CPU even if CUDA is available")
+
+
+def checkpoint_paths(path_args: Sequence[str]) -> List[str]:
+    """Every checkpoint of ``--path`` (repeated and/or ':'-separated); a
+    missing file stops here, before any model is built."""
+    from fairseq import utils
+
+    paths = [p for arg in path_args for p in utils.split_paths(arg) if p]
+    if not paths:
+        raise FairseqCtxError("--path: no checkpoint given")
+    for p in paths:
+        if not os.path.isfile(p):
+            raise FairseqCtxError(f"--path: {p}: no such checkpoint file")
+    return paths
+
+
+def load_checkpoint(path: str, data: Optional[str], device: str):
+    """One frozen model (eval mode, no gradients, on ``device``), its task
+    and its arch name; ``data`` replaces the checkpoint's data directory."""
+    import fairseq_ctx  # noqa: F401  (registers archs/tasks, installs safe checkpoint loading)
+    from fairseq import checkpoint_utils
+
+    overrides = {"data": data} if data else {}
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
+    model = models[0].eval().to(device)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    arch = getattr(cfg.model, "arch", None) or getattr(cfg.model, "_name", None)
+    return model, task, arch
