@@ -1,1 +1,0 @@
-"""Command-line tools installed with fairseq_ctx."""
