@@ -28,7 +28,7 @@ setup(
     ],
     entry_points={
         "console_scripts": [
-            "fairseq-ctx-average-checkpoints = fairseq_ctx.scripts.average_checkpoints:cli_main",
+            "fairseq-ctx-average-checkpoints = fairseq_ctx.average_checkpoints:cli_main",
             "fairseq-ctx-translate = fairseq_ctx.translate:cli_main",
             "fairseq-ctx-score = fairseq_ctx.evaluation.score:cli_main",
         ]

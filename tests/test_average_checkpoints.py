@@ -10,7 +10,7 @@ from tests.utils import REPO, generate, make_parallel_data, preprocess, train
 
 
 def _average(*args):
-    return subprocess.run([sys.executable, "-m", "fairseq_ctx.scripts.average_checkpoints", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "fairseq_ctx.average_checkpoints", *map(str, args)],
                           cwd=REPO, capture_output=True, text=True)
 
 

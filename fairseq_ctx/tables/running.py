@@ -331,7 +331,7 @@ class TableRun:
         argv = self.average_argv(st)
         print(f"[{st.row.label}] + fairseq-ctx-average-checkpoints {quote_command(argv)}", flush=True)
         start = time.time()
-        from fairseq_ctx.scripts.average_checkpoints import cli_main as average_main
+        from fairseq_ctx.average_checkpoints import cli_main as average_main
         try:
             average_main(argv)
         except SystemExit as e:  # argparse
