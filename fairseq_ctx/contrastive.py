@@ -60,9 +60,9 @@ What a model without target context can see, per suite:
   sentence.  Deixis (T/V forms, speaker gender) and lexical cohesion
   (consistent translation of a repeated name or word) are decided by the
   previous *translations*; English source context carries neither, so a
-  source-context model can at best learn biases there.  The ellipsis sets
-  are partly decidable from the source context (the elided English verb;
-  the Russian inflection depends on the target context's structure).
+  source-context model can at best learn biases there.  In the ellipsis
+  sets the elided material is in the context sentence on both sides, so
+  source context can help there.
 * ContraPro (Müller et al. 2018): the German pronoun agrees with the
   antecedent's German gender: the source context gives the antecedent, the
   target context its gender as translated.

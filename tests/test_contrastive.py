@@ -14,7 +14,7 @@ import torch
 
 import fairseq_ctx  # noqa: F401  (registers the task and the archs)
 from fairseq_ctx import contrastive as ce
-from tests.utils import make_parallel_data, preprocess, run_cli, train
+from tests.utils import generate, make_parallel_data, preprocess, run_cli, train
 
 torch.set_num_threads(1)
 
@@ -739,3 +739,96 @@ def test_separate_source_and_target_subword_models(tmp_path):
     for bad in (["--source-bpe-model", "m"], ["--bpe", "gpt2", "--target-bpe-model", "m"]):
         with pytest.raises(SystemExit):
             ce.parse_args(["bin", "--path", "x.pt", "--format", "voita", *bad])
+
+
+# ---------------------------------------------------------------------------
+# target context: the 2-to-2 concatenation baseline (Tiedemann and Scherrer 2017)
+# ---------------------------------------------------------------------------
+
+TWO_TO_TWO = [*TASK, "--concat-context", "--target-context"]
+
+
+def test_two_to_two_dataset_layout(trained):
+    """--concat-context --target-context glues the previous target sentence of
+    the document to the target (and counts it in the batch sizes);
+    --target-context alone is refused."""
+    from fairseq_ctx.errors import ConfigError
+    from fairseq_ctx.tasks.document_translation import DocumentTranslationConfig, DocumentTranslationTask
+
+    _, bin_dir, _ = trained
+
+    def config(**flags):
+        return DocumentTranslationConfig(data=str(bin_dir), source_lang="src", target_lang="tgt",
+                                         train_subset="train", dataset_impl="mmap", required_seq_len_multiple=1,
+                                         **flags)
+
+    task = DocumentTranslationTask.setup_task(config(concat_context=True, target_context=True))
+    task.load_dataset("valid")
+    ds = task.datasets["valid"]
+    pair, sep, eos = ds.pair, task.tgt_sep, task.target_dictionary.eos()
+    for i in range(len(ds)):
+        prev = ds.context_index[i, -1]
+        expected = pair.tgt[i] if prev < 0 else torch.cat([pair.tgt[prev][:-1], torch.tensor([sep]), pair.tgt[i]])
+        assert ds[i]["target"].tolist() == expected.tolist()
+        assert ds.tgt_sizes[i] == len(expected)
+    assert (ds.context_index[:, -1] >= 0).any() and (ds.context_index[:, -1] < 0).any()
+    assert ds[1]["target"][-1] == eos
+    with pytest.raises(ConfigError, match="--target-context needs --concat-context"):
+        DocumentTranslationTask.setup_task(config(target_context=True))
+
+
+@pytest.fixture(scope="module")
+def two_to_two(trained, tmp_path_factory):
+    raw, bin_dir, _ = trained
+    root = tmp_path_factory.mktemp("two_to_two")
+    train(bin_dir, root / "ckpt", arch="transformer", task_flags=TWO_TO_TWO, max_update=2,
+          extra=["--share-all-embeddings"])
+    return raw, bin_dir, root / "ckpt" / "checkpoint_last.pt"
+
+
+def test_two_to_two_generate_and_score(two_to_two, tmp_path):
+    """fairseq-generate gives one output per input sentence, the last
+    sentence only, scored against the reference sentence alone; the scorer
+    forces the suite's target context as the decoder's prefix and scores
+    only the current sentence's tokens."""
+    raw, bin_dir, ckpt = two_to_two
+    src = (raw / "test.src").read_text().splitlines()
+    tgt = (raw / "test.tgt").read_text().splitlines()
+    hyps, srcs, proc = generate(bin_dir, ckpt, task_flags=TWO_TO_TWO, beam=1)
+    assert sorted(hyps) == list(range(len(src))) and not any("<sep>" in h for h, _ in hyps.values())
+    refs = dict(re.findall(r"^T-(\d+)\t(.*)$", proc.stdout, re.M))
+    assert {int(i): t for i, t in refs.items()} == dict(enumerate(tgt))  # the reference sentence alone
+    assert all(s == src[i] or "<sep>" in s for i, s in srcs.items())  # the source keeps its context
+
+    groups = ce.read_voita(*hand_made_set(raw, tmp_path))
+    cands = [c for g in groups for c in g.candidates]
+    assert all(c.target_context for c in cands)
+    models, task = ce.load(ce.parse_args([str(bin_dir), "--path", str(ckpt), "--format", "voita"]))
+    assert task.cfg.target_context and task.cfg.concat_context
+    scorer = ce.ModelScorer(models, task, context_size=1, target_context_size=1, batch_size=5)
+    ours = scorer.score(cands)
+    # the reference: the model's own forward on the glued pair, summed over the current sentence
+    model, sd, td = models[0], task.source_dictionary, task.target_dictionary
+    for c, score in list(zip(cands, ours))[:4]:
+        cur = td.encode_line(c.target, add_if_not_exist=False).long()
+        full_tgt = torch.cat([td.encode_line(c.target_context[-1], add_if_not_exist=False).long()[:-1],
+                              torch.tensor([task.tgt_sep]), cur])
+        full_src = torch.cat([sd.encode_line(c.source_context[-1], add_if_not_exist=False).long()[:-1],
+                              torch.tensor([task.sep]), sd.encode_line(c.source, add_if_not_exist=False).long()])
+        prev = torch.cat([torch.tensor([td.eos()]), full_tgt[:-1]])
+        with torch.no_grad():
+            out = model(full_src[None], torch.tensor([len(full_src)]), prev[None])
+            lprobs = model.get_normalized_probs(out, log_probs=True)[0]  # T x V
+        token = lprobs.gather(-1, full_tgt[:, None])[:, 0]
+        assert score == pytest.approx(token[-len(cur):].sum().item(), abs=1e-4)
+        assert abs(score - token.sum().item()) > 1e-3  # the prefix is not scored
+    # the prefix reaches the model: another target context, another score
+    moved = [ce.Candidate(c.source, c.target, c.source_context, c.where, ["W1 W2 W3"]) for c in cands[:3]]
+    assert np.abs(scorer.score(moved) - ours[:3]).max() > 1e-4
+    # through the command line: the checkpoint's --target-context turns it on
+    res = ce.main([str(bin_dir), "--path", str(ckpt), "--format", "voita",
+                   *[str(x) for x in (["--src", tmp_path / "hand.src", "--dst", tmp_path / "hand.dst",
+                                       "--json", tmp_path / "hand.json"])],
+                   "--scores-out", str(tmp_path / "s.txt"), "--cpu"])
+    assert res["target_context_size"] == 1 and "forced decoder prefix" in res["context"]
+    assert np.allclose(-np.loadtxt(tmp_path / "s.txt"), ours, atol=1e-4)

@@ -21,6 +21,12 @@ Token layout (``<sep>`` is the task's separator symbol, ``</s>`` EOS)::
     context   (ctxenc):  c_1 <sep> c_2 <sep> ... c_k </s>      empty: </s>
     concatenated source: c_1 <sep> ... c_k <sep> s_1 ... s_m </s>   empty: source
 
+With a target pool (``--concat-context --target-context``, the 2-to-2
+concatenation of Tiedemann and Scherrer 2017) the target is glued the same
+way to the previous target sentences::
+
+    concatenated target: t_1 <sep> ... t_k <sep> y_1 ... y_n </s>       empty: target
+
 Each ``c_j`` is a context sentence without its EOS.  An empty context is a
 lone ``</s>`` (fairseq's encoding of an empty line), so the context encoder
 always has a key to attend to.  Context longer than ``max_context_tokens``
@@ -190,11 +196,21 @@ class DocumentContextDataset(FairseqDataset):
             ``--max-source-positions``.
         skip: optional boolean mask of items to leave out of every batch
             (interactive mode: the empty lines that separate documents).
+        target_pool, target_pool_sizes: target token tensors the target
+            context is taken from (``pair.tgt`` for document data) and their
+            lengths; ``None`` (default): the target stays the sentence alone.
+        target_index: ``len(pair) x M`` indices into ``target_pool``
+            (default: ``context_index``, the same sentences' targets).
+        target_sep: the separator's index in the target dictionary.
+        max_target_tokens: cap on the concatenated target (the current
+            sentence always survives).
     """
 
     def __init__(self, pair, context_index: np.ndarray, pool, pool_sizes: np.ndarray, sep: int,
                  input_mode: str = "separate", max_context_tokens: Optional[int] = None,
-                 skip: Optional[np.ndarray] = None):
+                 skip: Optional[np.ndarray] = None, target_pool=None, target_pool_sizes=None,
+                 target_index: Optional[np.ndarray] = None, target_sep: Optional[int] = None,
+                 max_target_tokens: Optional[int] = None):
         if input_mode not in INPUT_MODES:
             raise ValueError(f"input_mode must be one of {INPUT_MODES}, got {input_mode!r}")
         context_index = np.asarray(context_index, dtype=np.int64)
@@ -212,24 +228,48 @@ class DocumentContextDataset(FairseqDataset):
         self.input_mode = input_mode
         self.max_context_tokens = max_context_tokens
         self.skip = skip
+        self.target_pool = target_pool
+        if target_pool is not None:
+            target_index = context_index if target_index is None else np.asarray(target_index, dtype=np.int64)
+            if target_index.ndim != 2 or target_index.shape[0] != len(pair):
+                raise ValueError(f"target_index must have shape ({len(pair)}, M), got {target_index.shape}")
+            if target_sep is None:
+                raise ValueError("a target pool needs target_sep")
+            self.target_pool_sizes = np.asarray(target_pool_sizes, dtype=np.int64)
+        self.target_index = target_index
+        self.target_sep = target_sep
+        self.max_target_tokens = max_target_tokens
         self._compute_sizes()
 
-    @classmethod
-    def from_explicit(cls, pair, contexts: Sequence[Sequence[torch.Tensor]], sep: int, **kwargs):
-        """Wrap ``pair`` with explicitly given context sentences: ``contexts[i]``
-        is the list of context token tensors of item ``i`` (oldest first, may
-        be empty; EOS optional)."""
-        if len(contexts) != len(pair):
-            raise ValueError(f"{len(contexts)} contexts for {len(pair)} sentences")
+    @staticmethod
+    def _explicit_index(contexts: Sequence[Sequence[torch.Tensor]], eos: int):
+        """(index, pool, pool sizes) of per-item lists of sentences, right-aligned
+        so that column -1 is every item's newest sentence."""
         width = max((len(c) for c in contexts), default=0)
         pool = [t for c in contexts for t in c]
-        index = np.full((len(pair), width), -1, dtype=np.int64)
+        index = np.full((len(contexts), width), -1, dtype=np.int64)
         start = 0
         for i, c in enumerate(contexts):
             index[i, width - len(c):] = np.arange(start, start + len(c))
             start += len(c)
-        eos = pair.src_dict.eos()
         sizes = np.array([len(t) + (0 if len(t) and t[-1] == eos else 1) for t in pool], dtype=np.int64)
+        return index, pool, sizes
+
+    @classmethod
+    def from_explicit(cls, pair, contexts: Sequence[Sequence[torch.Tensor]], sep: int,
+                      target_contexts: Optional[Sequence[Sequence[torch.Tensor]]] = None, **kwargs):
+        """Wrap ``pair`` with explicitly given context sentences: ``contexts[i]``
+        is the list of context token tensors of item ``i`` (oldest first, may
+        be empty; EOS optional); ``target_contexts[i]`` likewise its target
+        context sentences (glued to the target; needs ``target_sep``)."""
+        if len(contexts) != len(pair):
+            raise ValueError(f"{len(contexts)} contexts for {len(pair)} sentences")
+        index, pool, sizes = cls._explicit_index(contexts, pair.src_dict.eos())
+        if target_contexts is not None:
+            if len(target_contexts) != len(pair):
+                raise ValueError(f"{len(target_contexts)} target contexts for {len(pair)} sentences")
+            t_index, t_pool, t_sizes = cls._explicit_index(target_contexts, pair.tgt_dict.eos())
+            kwargs.update(target_pool=t_pool, target_pool_sizes=t_sizes, target_index=t_index)
         return cls(pair, index, pool, sizes, sep, **kwargs)
 
     # ------------------------------------------------------------------ sizes
@@ -253,6 +293,15 @@ class DocumentContextDataset(FairseqDataset):
         ctx = np.maximum(total, 1)
         self.ctx_sizes = np.minimum(ctx, cap) if cap is not None else ctx
         self.tgt_sizes = self.pair.tgt_sizes
+        if self.target_pool is not None and self.tgt_sizes is not None:
+            # the glued target context counts in --max-tokens like the glued source
+            t_index = self.target_index
+            t_lens = np.where(t_index >= 0, self.target_pool_sizes[np.clip(t_index, 0, None)]
+                              if len(self.target_pool_sizes) else 0, 0).sum(axis=1).astype(np.int64)
+            tgt = np.asarray(self.tgt_sizes, dtype=np.int64)
+            self.tgt_sizes = tgt + t_lens
+            if self.max_target_tokens is not None:
+                self.tgt_sizes = np.minimum(self.tgt_sizes, np.maximum(self.max_target_tokens, tgt))
         self.sizes = (np.vstack((self.src_sizes, self.tgt_sizes)).T
                       if self.tgt_sizes is not None else self.src_sizes)
 
@@ -268,6 +317,10 @@ class DocumentContextDataset(FairseqDataset):
         if self.input_mode == "concat":
             sample["source"] = concat_context_source(context, sample["source"], self.eos, self.sep,
                                                      self.max_context_tokens)
+            if self.target_pool is not None and sample.get("target") is not None:
+                previous = [self.target_pool[j] for j in self.target_index[index] if j >= 0]
+                sample["target"] = concat_context_source(previous, sample["target"], self.pair.tgt_dict.eos(),
+                                                         self.target_sep, self.max_target_tokens)
         else:
             sample["context"] = build_context_tokens(context, self.eos, self.sep,
                                                      self.max_context_tokens)

@@ -25,6 +25,19 @@ How the model gets it:
 * ``--concat-context``: the context is glued to the source with a separator
   symbol, for any architecture (the paper's concatenation row with
   ``--arch transformer``);
+* ``--concat-context --target-context``: the 2-to-2 concatenation baseline
+  (Tiedemann and Scherrer 2017): the previous ``--context-size`` *target*
+  sentences of the document are glued to the target with the separator
+  too, so the model is trained to produce ``t_prev <sep> t``; its loss and
+  ``--max-tokens`` count the whole concatenation.  ``fairseq-generate`` (and
+  every ``inference_step``) keeps only what follows the last separator of a
+  hypothesis, and compares it with the reference sentence alone (the
+  reference's context is cut off the same way), so there is one output
+  sentence per input sentence.  The model generates the previous sentence
+  itself there (as Tiedemann and Scherrer decode); a scorer that has the
+  previous translations forces them as the decoder's prefix instead
+  (``build_context_dataset(..., target_contexts=...)``, used by
+  ``fairseq_ctx.contrastive``);
 * any other architecture translates sentence by sentence (the context keys
   are dropped before the model sees the batch), so a baseline runs with the
   same data and flags.
@@ -104,6 +117,9 @@ class DocumentTranslationConfig(TranslationConfig):
                 "(concatenation baseline, any architecture)"})
     context_separator: str = field(default="<sep>", metadata={
         "help": "separator symbol added to the dictionaries"})
+    target_context: bool = field(default=False, metadata={
+        "help": "with --concat-context: glue the previous target sentences to the target as well "
+                "(2-to-2 concatenation); outputs keep the last sentence only"})
     context_seed: int = field(default=1, metadata={
         "help": "seed of --context-mode random and --shuffle-context"})
 
@@ -153,7 +169,7 @@ class DocumentTranslationTask(TranslationTask):
         super().__init__(cfg, src_dict, tgt_dict)
         # appended to both, so dictionaries read from equal files stay equal
         self.sep = src_dict.add_symbol(cfg.context_separator)
-        tgt_dict.add_symbol(cfg.context_separator)
+        self.tgt_sep = tgt_dict.add_symbol(cfg.context_separator)
         # set by build_model; None until a model is known
         self.model_accepts_context: Optional[bool] = None
         self._history: List[torch.Tensor] = []
@@ -163,6 +179,9 @@ class DocumentTranslationTask(TranslationTask):
     def setup_task(cls, cfg: DocumentTranslationConfig, **kwargs):
         if cfg.context_size < 0:
             raise ConfigError(f"--context-size must be >= 0, got {cfg.context_size}")
+        if getattr(cfg, "target_context", False) and not cfg.concat_context:
+            raise ConfigError("--target-context needs --concat-context (the 2-to-2 baseline glues the "
+                              "context to both sides)")
         return super().setup_task(cfg, **kwargs)
 
     # ---------------------------------------------------------------- data
@@ -208,7 +227,7 @@ class DocumentTranslationTask(TranslationTask):
                                       seed=self.cfg.context_seed, shuffle=self.cfg.shuffle_context)
         self.datasets[split] = DocumentContextDataset(
             pair, index, pair.src, pair.src_sizes, self.sep, input_mode=self._input_mode(),
-            max_context_tokens=self.cfg.max_source_positions)
+            max_context_tokens=self.cfg.max_source_positions, **self._target_context_args(pair))
         if split == self.cfg.train_subset and combine:
             # fairseq-train loads its training split with combine=True; only
             # that split keeps --required-batch-size-multiple (get_batch_iterator)
@@ -233,13 +252,29 @@ class DocumentTranslationTask(TranslationTask):
         return super().get_batch_iterator(dataset, max_tokens, max_sentences, max_positions, ignore_invalid_inputs,
                                           required_batch_size_multiple, **kwargs)
 
+    @property
+    def glues_target_context(self) -> bool:
+        # getattr: the configuration of a checkpoint saved before the flag existed lacks it
+        return bool(getattr(self.cfg, "target_context", False))
+
+    def _target_context_args(self, pair) -> dict:
+        """DocumentContextDataset arguments of the glued target context (none
+        without --target-context, or for data without targets)."""
+        if not self.glues_target_context or pair.tgt is None:
+            return {}
+        return dict(target_pool=pair.tgt, target_pool_sizes=pair.tgt_sizes, target_sep=self.tgt_sep,
+                    max_target_tokens=self.cfg.max_target_positions)
+
     def build_context_dataset(self, sources: Sequence[torch.Tensor], contexts: Sequence[Sequence[torch.Tensor]],
-                              targets: Optional[Sequence[torch.Tensor]] = None, model=None):
+                              targets: Optional[Sequence[torch.Tensor]] = None, model=None,
+                              target_contexts: Optional[Sequence[Sequence[torch.Tensor]]] = None):
         """Dataset of explicitly given examples, for scorers and tests.
 
         ``sources[i]``/``targets[i]``: token tensors (with EOS, as from
         ``Dictionary.encode_line``); ``contexts[i]``: list of context sentence
-        token tensors, oldest first (may be empty).  The context reaches
+        token tensors, oldest first (may be empty); ``target_contexts[i]``
+        likewise the previous target sentences, glued before ``targets[i]``
+        (a forced decoder prefix; only with ``--target-context``).  The context reaches
         ``model`` (default: the last model built) the way this task's flags
         say; use ``dataset.collater([dataset[i] for i in ids])`` for a batch
         and :meth:`model_input` for the keys the model takes."""
@@ -251,8 +286,15 @@ class DocumentTranslationTask(TranslationTask):
             np.array([len(t) for t in targets]) if targets is not None else None,
             self.target_dictionary, left_pad_source=self.cfg.left_pad_source,
             left_pad_target=self.cfg.left_pad_target, shuffle=False)
+        target = {}
+        if target_contexts is not None:
+            if not self.glues_target_context or targets is None:
+                raise ConfigError("target contexts need targets and a task with --concat-context --target-context")
+            target = dict(target_contexts=target_contexts, target_sep=self.tgt_sep,
+                          max_target_tokens=self.cfg.max_target_positions)
         return DocumentContextDataset.from_explicit(
-            pair, contexts, self.sep, input_mode=mode, max_context_tokens=self.cfg.max_source_positions)
+            pair, contexts, self.sep, input_mode=mode, max_context_tokens=self.cfg.max_source_positions,
+            **target)
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Interactive translation: lines of one buffer, in input order; context
@@ -365,5 +407,26 @@ class DocumentTranslationTask(TranslationTask):
         return super().valid_step(self.model_input([model], sample), model, criterion)
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
-        return super().inference_step(generator, models, self.model_input(models, sample),
-                                      prefix_tokens=prefix_tokens, constraints=constraints)
+        hypos = super().inference_step(generator, models, self.model_input(models, sample),
+                                       prefix_tokens=prefix_tokens, constraints=constraints)
+        if self.glues_target_context:
+            self._keep_last_sentence(sample, hypos)
+        return hypos
+
+    def _keep_last_sentence(self, sample, hypos):
+        """2-to-2 outputs: every hypothesis keeps what follows its last
+        separator (tokens and positional scores; its ``score`` stays that of
+        the whole output), and ``sample["target"]`` (which fairseq-generate
+        prints and scores against) is cut the same way, in place."""
+        sep, pad, eos = self.tgt_sep, self.target_dictionary.pad(), self.target_dictionary.eos()
+        for beam in hypos:
+            for h in beam:
+                seps = h["tokens"].eq(sep).nonzero()
+                if len(seps):
+                    cut = int(seps[-1]) + 1
+                    h["tokens"] = h["tokens"][cut:]
+                    h["positional_scores"] = h["positional_scores"][cut:]
+        if sample.get("target") is not None:
+            target, _, _, _ = split_concatenated(sample["target"], pad, eos, sep,
+                                                 left_pad=self.cfg.left_pad_target)
+            sample["target"] = target
