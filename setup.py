@@ -31,6 +31,13 @@ setup(
             "fairseq-ctx-average-checkpoints = fairseq_ctx.average_checkpoints:cli_main",
             "fairseq-ctx-translate = fairseq_ctx.translate:cli_main",
             "fairseq-ctx-score = fairseq_ctx.evaluation.score:cli_main",
+            "fairseq-ctx-contrastive = fairseq_ctx.cli:contrastive",
+            "fairseq-ctx-table = fairseq_ctx.tables.__main__:main",
+            "fairseq-ctx-ctxsan-gates = fairseq_ctx.cli:ctxsan_gates",
+            "fairseq-ctx-dc-divergence = fairseq_ctx.cli:dc_divergence",
+            "fairseq-ctx-ctxenc-context-attention = fairseq_ctx.cli:ctxenc_context_attention",
+            "fairseq-ctx-probing = fairseq_ctx.cli:probing",
+            "fairseq-ctx-bow-prediction = fairseq_ctx.cli:bow_prediction",
         ]
     },
     extras_require={"plot": ["matplotlib"], "test": ["pytest"]},

@@ -144,3 +144,44 @@ def load_checkpoint(path: str, data: Optional[str], device: str):
         p.requires_grad_(False)
     arch = getattr(cfg.model, "arch", None) or getattr(cfg.model, "_name", None)
     return model, task, arch
+
+
+# ---------------------------------------------------------------------------
+# console scripts (setup.py)
+# ---------------------------------------------------------------------------
+
+def _console(module: str):
+    """Run ``module.main()`` as an installed command. The ``main`` functions
+    return their results for the tests and for Python callers; the console
+    script wrapper would pass that to ``sys.exit`` and turn a result into
+    exit status 1, so it is dropped here."""
+    import importlib
+
+    from fairseq_ctx.errors import install_excepthook
+
+    install_excepthook()
+    importlib.import_module(module).main()
+
+
+def contrastive():
+    _console("fairseq_ctx.contrastive")
+
+
+def ctxsan_gates():
+    _console("fairseq_ctx.analysis.ctxsan_gates")
+
+
+def dc_divergence():
+    _console("fairseq_ctx.analysis.dc_divergence")
+
+
+def ctxenc_context_attention():
+    _console("fairseq_ctx.analysis.ctxenc_context_attention")
+
+
+def probing():
+    _console("fairseq_ctx.analysis.probing")
+
+
+def bow_prediction():
+    _console("fairseq_ctx.analysis.bow_prediction")
