@@ -1,16 +1,23 @@
-"""``python3 -m fairseq_ctx.study``: train (and evaluate) the converged study.
+"""``python3 -m fairseq_ctx.study``: train and evaluate the converged study.
 
     OMP_NUM_THREADS=1 taskset -c 1 python3 -m fairseq_ctx.study --data data/bible --out runs/study
 
 Re-running the same command continues where it stopped: finished runs are
-skipped, an interrupted run resumes from its last finished epoch.
+skipped, an interrupted run resumes from its last finished epoch, and every
+evaluation step whose output exists is skipped.  ``--stage train`` only
+trains; ``--stage evaluate`` only evaluates what has finished training (so it
+can run on another core while training goes on).  Results:
+``benchmarks/study-bible.json`` (one record per run) and figures in
+``benchmarks/study-bible/``.
 """
 import argparse
+import json
 import os
+import shutil
 import sys
 
 from fairseq_ctx.study import runs as study_runs
-from fairseq_ctx.study.train import StudyError, train
+from fairseq_ctx.study.train import StudyError, done_marker, history, is_trained, params_from_logs, train
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -18,31 +25,132 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m fairseq_ctx.study", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=os.path.join(REPO, "data", "bible"),
-                   help="Bible corpus from scripts/prepare-bible.sh (raw/ and bin/ inside)")
+                   help="Bible corpus from scripts/prepare-bible.sh (raw/, spm/ and bin/ inside)")
     p.add_argument("--out", default=os.path.join(REPO, "runs", "study"), help="checkpoints and logs")
+    p.add_argument("--results", default=os.path.join(REPO, "benchmarks", "study-bible.json"),
+                   help="results JSON; figures go to the directory of the same name without .json")
     p.add_argument("--runs", nargs="+", help="only these runs (default: all, in order): "
                    + ", ".join(r.name for r in study_runs.RUNS))
-    p.add_argument("--stage", choices=["train"], default="train")
+    p.add_argument("--stage", choices=["train", "evaluate", "all"], default="all")
     p.add_argument("--threads", type=int, default=1, help="OMP threads of every child process (default 1)")
+    p.add_argument("--smoke", action="store_true",
+                   help="toy size and a two-epoch budget: checks the pipeline end to end (numbers mean nothing)")
     return p.parse_args(argv)
+
+
+def echo(line: str):
+    print(line, flush=True)
+
+
+def train_all(opts, selected, bin_dir, user_dir):
+    waiting = [run for run in selected if not train(run, bin_dir, user_dir, opts.out, echo, opts.settings)]
+    for run in waiting:  # warm starts whose source finished later in this pass
+        train(run, bin_dir, user_dir, opts.out, echo, opts.settings)
+
+
+def base_record(opts, run) -> dict:
+    hist = history(opts.out, run)
+    rec = {"name": run.name, "label": run.label, "arch": run.arch, "seed": run.seed, "flags": run.flags,
+           "params": params_from_logs(opts.out, run), "epochs": len(hist),
+           "updates": hist[-1]["updates"] if hist else 0,
+           "valid_loss": min(h["valid_loss"] for h in hist) if hist else None,
+           "train_minutes": round(hist[-1]["train_seconds"] / 60, 1) if hist else 0.0, "history": hist,
+           "status": "trained" if is_trained(opts.out, run) else "training"}
+    if is_trained(opts.out, run):
+        done = json.load(open(done_marker(opts.out, run)))
+        rec.update(stop_reason=done["reason"], best_epoch=done["best_epoch"])
+    return rec
+
+
+def evaluate_all(opts, selected, bin_dir, user_dir):
+    from fairseq_ctx.study import evaluate, report
+    from fairseq_ctx.study.pronouns import build as build_pronouns
+
+    raw = os.path.join(opts.data, "raw")
+    with open(os.path.join(raw, "test.en"), encoding="utf-8") as f:
+        refs = [line.rstrip("\n") for line in f]
+    set_dir = os.path.join(opts.out, "pronouns")
+    counts_path = os.path.join(set_dir, "counts.json")
+    if not os.path.exists(counts_path):
+        counts = build_pronouns(raw, set_dir)
+        json.dump(counts, open(counts_path, "w"))
+    counts = json.load(open(counts_path))
+    spm_model = os.path.join(opts.data, "spm", "spm.model")
+    fig_dir = os.path.splitext(opts.results)[0]
+    os.makedirs(fig_dir, exist_ok=True)
+
+    records, hyps = [], {}
+    for run in selected:
+        rec = base_record(opts, run)
+        records.append(rec)
+        if rec["status"] != "trained":
+            continue
+        echo(f"[study] {run.name}: evaluating")
+        count = opts.settings.average
+        dec = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count)
+        from fairseq_ctx.evaluation.bleu import detok_bleu
+
+        rec["bleu"], rec["signature"] = detok_bleu(dec["hyps"], refs)
+        rec["bleu"] = round(rec["bleu"], 2)
+        rec["decode_seconds"] = dec["seconds"]
+        if run.seed == 1:
+            hyps[run.name] = dec["hyps"]
+        con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count)
+        rec["contrastive_accuracy"] = round(con["accuracy"], 4)
+        rec["contrastive_by_class"] = con["by_class"]
+        if run.uses_context:
+            shuf = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count, shuffled=True)
+            rec["shuffled_bleu"] = round(detok_bleu(shuf["hyps"], refs)[0], 2)
+            con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count, shuffled=True)
+            rec["shuffled_contrastive_accuracy"] = round(con["accuracy"], 4)
+            rec["shuffled_contrastive_by_class"] = con["by_class"]
+        target = evaluate.analysis(opts.out, run, bin_dir, count)
+        if target:
+            dest = os.path.join(fig_dir, f"{run.name}-{os.path.basename(target)}")
+            if os.path.isdir(target):
+                shutil.copytree(target, dest, dirs_exist_ok=True)
+            else:
+                shutil.copy(target, dest)
+            rec["analysis"] = os.path.relpath(dest, os.path.dirname(opts.results))
+        echo(f"[study] {run.name}: BLEU {rec['bleu']:.2f}, pronouns {rec['contrastive_accuracy']:.3f}"
+             + (f", shuffled context BLEU {rec['shuffled_bleu']:.2f}" if "shuffled_bleu" in rec else ""))
+
+    extra = {"setup": report.setup_record(counts, opts.settings)}
+    extra["bootstrap_signature"] = report.paired(records, hyps, refs)
+    extra["seed_spread"] = report.seed_spread(records)
+    if hyps:
+        from fairseq_ctx.evaluation.length_buckets import bleu_by_length, plot_length_buckets
+
+        with open(os.path.join(opts.data, "spm", "test.es"), encoding="utf-8") as f:
+            srcs = [line.rstrip("\n") for line in f]
+        buckets = bleu_by_length(srcs, hyps, refs)
+        buckets["unit"] = "sentencepiece source tokens"
+        extra["bleu_by_length"] = buckets
+        plot_length_buckets(buckets, os.path.join(fig_dir, "bleu-by-length.png"),
+                            baseline="transformer" if "transformer" in hyps else None,
+                            title="Bible es-en test: BLEU by source length (subword tokens)")
+    report.plot_curves(records, os.path.join(fig_dir, "valid-loss.png"))
+    report.write(opts.results, records, extra)
+    echo(report.markdown_table([r for r in records if r["status"] == "trained"]))
+    echo(f"[study] results: {opts.results}, figures: {fig_dir}")
 
 
 def main(argv=None):
     opts = parse_args(argv)
     bin_dir = os.path.join(opts.data, "bin")
-    if not os.path.exists(os.path.join(bin_dir, "dict.es.txt")):
-        sys.exit(f"study: error: --data {opts.data}: no binarized corpus in {bin_dir} "
-                 f"(run: bash scripts/prepare-bible.sh --dest {opts.data})")
+    for needed in (os.path.join(bin_dir, "dict.es.txt"), os.path.join(opts.data, "spm", "spm.model")):
+        if not os.path.exists(needed):
+            sys.exit(f"study: error: --data {opts.data}: missing {needed} "
+                     f"(run: bash scripts/prepare-bible.sh --dest {opts.data})")
     os.environ["OMP_NUM_THREADS"] = str(opts.threads)
     user_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     selected = study_runs.by_name(opts.runs)
+    opts.settings = study_runs.SMOKE if opts.smoke else study_runs.STUDY
     try:
-        waiting = []
-        for run in selected:
-            if not train(run, bin_dir, user_dir, opts.out, echo=lambda s: print(s, flush=True)):
-                waiting.append(run)
-        for run in waiting:  # warm starts whose source finished later in this pass
-            train(run, bin_dir, user_dir, opts.out, echo=lambda s: print(s, flush=True))
+        if opts.stage in ("train", "all"):
+            train_all(opts, selected, bin_dir, user_dir)
+        if opts.stage in ("evaluate", "all"):
+            evaluate_all(opts, selected, bin_dir, user_dir)
     except StudyError as e:
         sys.exit(f"study: error: {e}")
 

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Dict, List
 
-from fairseq_ctx.study.runs import MAX_EPOCHS, PATIENCE, RECIPE, SIZE, Run
+from fairseq_ctx.study.runs import STUDY, Run, Settings
 
 # fairseq's validation summary, e.g.
 # "| valid | epoch 003 | valid on 'valid' subset | loss 6.91 | nll_loss 5.6 | ... | num_updates 822 | ..."
@@ -64,15 +64,16 @@ def history(out: str, run: Run) -> List[Dict]:
     return out_rows
 
 
-def should_stop(hist: List[Dict]) -> str:
-    """The study's stopping rule: '' to go on, else the reason."""
-    if not hist:
-        return ""
-    best = min(range(len(hist)), key=lambda i: hist[i]["valid_loss"])
-    if len(hist) - 1 - best >= PATIENCE:
-        return f"no improvement for {PATIENCE} epochs (best epoch {best + 1})"
-    if len(hist) >= MAX_EPOCHS:
-        return f"reached {MAX_EPOCHS} epochs"
+def should_stop(hist: List[Dict], settings: Settings = STUDY) -> str:
+    """The study's stopping rule (see ``runs``): '' to go on, else the reason."""
+    losses = [h["valid_loss"] for h in hist]
+    if len(losses) > settings.patience:
+        before, recent = min(losses[:-settings.patience]), min(losses[-settings.patience:])
+        if recent > before * (1 - settings.min_improvement):
+            return (f"converged: the last {settings.patience} epochs improved the best validation loss by "
+                    f"{(before - recent) / before:.2%} (< {settings.min_improvement:.0%})")
+    if len(losses) >= settings.max_epochs:
+        return f"reached {settings.max_epochs} epochs"
     return ""
 
 
@@ -93,16 +94,17 @@ def params_from_logs(out: str, run: Run) -> int:
     return 0
 
 
-def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int) -> List[str]:
+def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
+                  settings: Settings = STUDY) -> List[str]:
     cmd = [sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", user_dir, "--arch", run.arch,
-           *SIZE, *RECIPE, *run.task_flags, "--seed", str(run.seed), "--cpu",
+           *settings.size, *settings.recipe, *run.task_flags, "--seed", str(run.seed), "--cpu",
            "--save-dir", run_dir(out, run), "--max-epoch", str(epoch)]
     if run.warm_start:
         cmd += ["--gret-warm-start", os.path.join(out, run.warm_start, "checkpoint_best.pt")]
     return cmd
 
 
-def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print) -> bool:
+def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings: Settings = STUDY) -> bool:
     """Train ``run`` until the stopping rule holds.  Returns False when it
     cannot start yet (its warm start is not trained)."""
     if is_trained(out, run):
@@ -116,7 +118,7 @@ def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print) -> bool:
     os.makedirs(os.path.join(run_dir(out, run), "logs"), exist_ok=True)
     while True:
         hist = history(out, run)
-        reason = should_stop(hist)
+        reason = should_stop(hist, settings)
         if reason:
             best = min(hist, key=lambda h: h["valid_loss"])
             record = {"reason": reason, "epochs": len(hist), "updates": hist[-1]["updates"],
@@ -128,7 +130,7 @@ def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print) -> bool:
                  f"{record['best_valid_loss']:.3f}, {record['train_seconds'] / 60:.1f} min")
             return True
         epoch = len(hist) + 1
-        cmd = train_command(bin_dir, user_dir, out, run, epoch)
+        cmd = train_command(bin_dir, user_dir, out, run, epoch, settings)
         path = log_path(out, run, epoch)
         echo(f"[study] {run.name}: epoch {epoch} (log {path})")
         start = time.time()

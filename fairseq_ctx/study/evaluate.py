@@ -1,0 +1,167 @@
+"""Evaluating one trained study run: averaged checkpoint, beam search on the
+test set (and again with shuffled context for context models), the pronoun
+contrastive set with true and shuffled context, and the paper's analysis of
+its architecture.  Every step writes its output under ``RUN/eval/`` and is
+skipped when that output exists, so evaluation resumes like training.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional
+
+from fairseq_ctx.study.runs import Run
+from fairseq_ctx.study.train import StudyError, history, run_dir
+
+BEAM = 4
+GENERATE = ["--gen-subset", "test", "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
+            "--batch-size", "64", "--required-batch-size-multiple", "1", "--remove-bpe", "sentencepiece", "--cpu"]
+
+
+def eval_dir(out: str, run: Run) -> str:
+    return os.path.join(run_dir(out, run), "eval")
+
+
+def _call(cmd: List[str], log: str, what: str):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with open(log, "w") as f:
+        code = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+    if code != 0:
+        raise StudyError(f"{what} failed (exit {code}); see {log}")
+
+
+def average(out: str, run: Run, count: int) -> str:
+    """The mean of the last ``count`` epoch checkpoints (fewer if the run
+    stopped earlier)."""
+    path = os.path.join(eval_dir(out, run), "average.pt")
+    if os.path.exists(path):
+        return path
+    os.makedirs(eval_dir(out, run), exist_ok=True)
+    epochs = len(history(out, run))
+    inputs = [os.path.join(run_dir(out, run), f"checkpoint{e}.pt") for e in range(max(1, epochs - count + 1), epochs + 1)]
+    missing = [p for p in inputs if not os.path.exists(p)]
+    if missing:
+        raise StudyError(f"{run.name}: cannot average, missing {', '.join(missing)}")
+    tmp = path + ".part"
+    _call(["fairseq-ctx-average-checkpoints", "--inputs", *inputs, "--output", tmp],
+          path + ".log", f"{run.name}: checkpoint averaging")
+    os.replace(tmp, path)
+    return path
+
+
+def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: int, shuffled: bool = False) -> Dict:
+    """Beam search on the test set; returns {"hyps": [...], "seconds": s}."""
+    from fairseq_ctx.evaluation.bleu import read_generate_log
+
+    tag = "test.shuffled" if shuffled else "test"
+    hyp_path = os.path.join(eval_dir(out, run), tag + ".hyp")
+    meta_path = os.path.join(eval_dir(out, run), tag + ".json")
+    if not (os.path.exists(hyp_path) and os.path.exists(meta_path)):
+        ckpt = average(out, run, count)
+        log = os.path.join(eval_dir(out, run), tag + ".log")
+        cmd = [sys.executable, "-m", "fairseq_cli.generate", bin_dir, "--user-dir", user_dir, "--path", ckpt,
+               *run.task_flags, *GENERATE] + (["--shuffle-context"] if shuffled else [])
+        start = time.time()
+        _call(cmd, log, f"{run.name}: fairseq-generate")
+        seconds = time.time() - start
+        hyps = read_generate_log(log, n_refs)
+        with open(hyp_path + ".part", "w", encoding="utf-8") as f:
+            f.writelines(h + "\n" for h in hyps)
+        os.replace(hyp_path + ".part", hyp_path)
+        with open(meta_path, "w") as f:
+            json.dump({"seconds": round(seconds, 1)}, f)
+    with open(hyp_path, encoding="utf-8") as f:
+        hyps = [line.rstrip("\n") for line in f]
+    return {"hyps": hyps, "seconds": json.load(open(meta_path))["seconds"]}
+
+
+def shuffle_contexts(src_path: str, dst_path: str, separator: str = "_eos"):
+    """The pronoun set with every group's source context taken from the
+    group half the set away (a fixed derangement; candidates of a group keep
+    sharing one context)."""
+    with open(src_path, encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f]
+    pairs = [lines[i:i + 2] for i in range(0, len(lines), 2)]  # two candidates per group
+    n = len(pairs)
+    shift = max(1, n // 2)
+    out = []
+    for k, (a, b) in enumerate(pairs):
+        ctx = pairs[(k + shift) % n][0].split(f" {separator} ")[0]
+        out += [f"{ctx} {separator} {a.split(f' {separator} ', 1)[1]}",
+                f"{ctx} {separator} {b.split(f' {separator} ', 1)[1]}"]
+    with open(dst_path, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in out)
+
+
+def contrastive(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, count: int,
+                shuffled: bool = False) -> Dict:
+    """Accuracy on the pronoun set, overall and per class, with the
+    project's scorer (``fairseq_ctx.contrastive``, Voita format, official
+    tie rule)."""
+    from fairseq_ctx.contrastive import evaluate as evaluate_groups
+    from fairseq_ctx.contrastive import read_voita
+
+    tag = "pronouns.shuffled" if shuffled else "pronouns"
+    src = os.path.join(set_dir, "pronouns.src")
+    if shuffled:
+        src = os.path.join(set_dir, "pronouns.shuffled.src")
+        if not os.path.exists(src):
+            shuffle_contexts(os.path.join(set_dir, "pronouns.src"), src + ".part")
+            os.replace(src + ".part", src)
+    dst, js = os.path.join(set_dir, "pronouns.dst"), os.path.join(set_dir, "pronouns.json")
+    scores_path = os.path.join(eval_dir(out, run), tag + ".scores")
+    if not os.path.exists(scores_path):
+        ckpt = average(out, run, count)
+        concat = ["--concat-context"] if "--concat-context" in run.flags else []
+        _call([sys.executable, "-m", "fairseq_ctx.contrastive", bin_dir, "--path", ckpt,
+               "--format", "voita", "--src", src, "--dst", dst, "--json", js,
+               "--task", "document_translation", "--context-size", "1", *concat,
+               "--bpe", "sentencepiece", "--sentencepiece-model", spm_model, "--cpu",
+               "--scores-out", scores_path + ".part"],
+              os.path.join(eval_dir(out, run), tag + ".log"), f"{run.name}: contrastive scoring")
+        os.replace(scores_path + ".part", scores_path)
+    with open(scores_path) as f:
+        losses = [float(line) for line in f]
+    groups = read_voita(src, dst, js)
+    meta = json.load(open(js, encoding="utf-8"))
+    scores, i = [], 0
+    for g in groups:
+        # the scorer's convention for evaluate(): higher is better
+        scores.append([-x for x in losses[i:i + len(g.candidates)]])
+        i += len(g.candidates)
+    result = {"accuracy": evaluate_groups(groups, scores)["accuracy"], "n": len(groups), "by_class": {}}
+    for cls in sorted({m["class"] for m in meta}):
+        idx = [k for k, m in enumerate(meta) if m["class"] == cls]
+        result["by_class"][cls] = {"accuracy": evaluate_groups([groups[k] for k in idx],
+                                                               [scores[k] for k in idx])["accuracy"],
+                                   "n": len(idx)}
+    return result
+
+
+ANALYSES = {
+    # arch -> (module, extra flags, output name): the figure each paper draws
+    "transformer_ctxsan": ("fairseq_ctx.analysis.ctxsan_gates", ["--gen-subset", "valid"], "gates"),
+    "transformer_dc": ("fairseq_ctx.analysis.dc_divergence", ["--gen-subset", "valid"], "divergence"),
+    "transformer_ctxenc": ("fairseq_ctx.analysis.ctxenc_context_attention", ["--gen-subset", "test"],
+                           "context_attention.json"),
+}
+
+
+def analysis(out: str, run: Run, bin_dir: str, count: int) -> Optional[str]:
+    """Run the paper's analysis for this architecture; returns its output path."""
+    if run.arch not in ANALYSES or run.seed != 1 or run.flags:
+        return None
+    module, flags, name = ANALYSES[run.arch]
+    target = os.path.join(eval_dir(out, run), name)
+    if os.path.exists(target):
+        return target
+    ckpt = average(out, run, count)
+    # the analysis tools import fairseq_ctx themselves (no --user-dir)
+    cmd = [sys.executable, "-m", module, bin_dir, "--path", ckpt, *flags,
+           "--out", target + ".part", "--cpu"]
+    if run.arch == "transformer_ctxenc":
+        cmd += run.task_flags
+    _call(cmd, os.path.join(eval_dir(out, run), name.split(".")[0] + ".log"), f"{run.name}: {module}")
+    os.replace(target + ".part", target)
+    return target

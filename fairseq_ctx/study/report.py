@@ -1,0 +1,107 @@
+"""The study's results: one JSON record per run, the validation curves, BLEU
+by source length, and a Markdown table for the docs."""
+import json
+import os
+from typing import Dict, List, Optional
+
+from fairseq_ctx.study.runs import Settings
+
+
+def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], baseline: str = "transformer"):
+    """Paired bootstrap p-value and delta of every run against the baseline
+    (sacreBLEU's implementation through fairseq_ctx.evaluation)."""
+    from fairseq_ctx.evaluation.bleu import paired_bootstrap
+
+    if baseline not in hyps:
+        return ""
+    others = {name: h for name, h in hyps.items() if name != baseline}
+    results, signature = paired_bootstrap(hyps[baseline], others, refs)
+    for rec in records:
+        res = results.get(rec["name"])
+        if res is not None:
+            rec["delta_bleu"] = round(res.delta, 2)
+            rec["p_value"] = round(res.p_value, 4)
+    return signature
+
+
+def seed_spread(records: List[Dict]) -> Dict[str, Dict]:
+    """BLEU and validation loss of each architecture trained with two seeds."""
+    spread = {}
+    for rec in records:
+        if rec["seed"] == 1:
+            continue
+        first = [r for r in records if r["seed"] == 1 and r["arch"] == rec["arch"] and r["flags"] == rec["flags"]]
+        if first and "bleu" in first[0] and "bleu" in rec:
+            spread[rec["arch"]] = {"bleu": [first[0]["bleu"], rec["bleu"]],
+                                   "bleu_spread": round(abs(first[0]["bleu"] - rec["bleu"]), 2),
+                                   "valid_loss": [first[0]["valid_loss"], rec["valid_loss"]]}
+    return spread
+
+
+def plot_curves(records: List[Dict], path: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for rec in records:
+        hist = rec.get("history") or []
+        if not hist:
+            continue
+        style = "--" if rec["seed"] != 1 else "-"
+        axes[0].plot([h["updates"] for h in hist], [h["valid_loss"] for h in hist], style, marker=".",
+                     label=rec["name"])
+        axes[1].plot([h["train_seconds"] / 60 for h in hist], [h["valid_loss"] for h in hist], style, marker=".",
+                     label=rec["name"])
+    axes[0].set_xlabel("updates")
+    axes[1].set_xlabel("training minutes (one CPU thread)")
+    axes[0].set_ylabel("validation loss (label-smoothed, base 2)")
+    axes[1].legend(fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.suptitle("Bible es-en study: validation loss per epoch")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _fmt(value, spec: str, missing: str = "") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def markdown_table(records: List[Dict]) -> str:
+    head = ("| run | params | epochs | updates | train min | best valid loss | BLEU | Δ vs baseline (p) "
+            "| shuffled-context BLEU | pronoun acc. (he / she) | with shuffled context |")
+    lines = [head, "|" + "---|" * 11]
+    for rec in records:
+        contrast = rec.get("contrastive_accuracy")
+        by = rec.get("contrastive_by_class", {})
+        cls = (f" ({_fmt(by.get('masculine', {}).get('accuracy'), '.2f')} / "
+               f"{_fmt(by.get('feminine', {}).get('accuracy'), '.2f')})") if by else ""
+        delta = "" if rec.get("delta_bleu") is None else f"{rec['delta_bleu']:+.2f} ({rec['p_value']:.3f})"
+        lines.append(
+            f"| {rec['label']} | {rec['params'] / 1e6:.2f}M | {rec['epochs']} | {rec['updates']} "
+            f"| {rec['train_minutes']:.0f} | {rec['valid_loss']:.3f} | {_fmt(rec.get('bleu'), '.2f', 'pending')} "
+            f"| {delta} | {_fmt(rec.get('shuffled_bleu'), '.2f')} "
+            f"| {_fmt(contrast, '.3f')}{cls} | {_fmt(rec.get('shuffled_contrastive_accuracy'), '.3f')} |")
+    return "\n".join(lines)
+
+
+def setup_record(pronoun_counts: Optional[Dict], settings: Settings) -> Dict:
+    return {"corpus": "Bible es-en (scripts/prepare-bible.sh): 29,746 train / 567 valid / 553 test verses, "
+                      "chapters as documents, 8k joint sentencepiece",
+            "size": list(settings.size), "recipe": list(settings.recipe),
+            "stopping": f"validate every epoch; stop when the best validation loss is {settings.patience} epochs "
+                        f"old or at {settings.max_epochs} epochs; decode the average of the last "
+                        f"{settings.average} epoch checkpoints",
+            "decoding": "beam 4, --max-len-a 1.5 --max-len-b 10, every test sentence; detokenized sacreBLEU",
+            "pronoun_set": pronoun_counts,
+            "machine": "CPU, one thread per run (taskset, OMP_NUM_THREADS=1)"}
+
+
+def write(path: str, records: List[Dict], extra: Dict):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".part", "w") as f:
+        json.dump(dict(extra, runs=records), f, indent=1, ensure_ascii=False)
+    os.replace(path + ".part", path)

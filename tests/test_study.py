@@ -1,0 +1,194 @@
+"""The converged study (fairseq_ctx.study): the pronoun set's builder on a
+made-up document, and the whole study command at --smoke size on a tiny
+corpus laid out like data/bible, interrupted mid-run and resumed."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+from fairseq_ctx.study.pronouns import build, flip, gender, mine
+from fairseq_ctx.study.train import _VALID_RE, should_stop
+from fairseq_ctx.study.runs import SMOKE, STUDY
+from tests.utils import REPO, preprocess
+
+
+def test_gender_and_flip():
+    assert gender("And he said to his servant") == "masculine"
+    assert gender("She gave her maid to him") is None  # both genders
+    assert gender("They went up") is None
+    assert gender("Her son was born") == "feminine"
+    assert flip("He took his staff and struck him. Himself!") == "She took her staff and struck her. Herself!"
+    # "her" before a content word is a possessive (his), elsewhere an object (him)
+    assert flip("She gave her son to the priest, and he blessed her.") == \
+        "He gave his son to the priest, and she blessed him."
+    assert flip("he called her and she came") == "she called him and he came"
+
+
+DOC_ES = ["Sara vivió en Gerar.", "Dijo a su siervo: ve.", "Y ella rió.", "Abraham subió al monte.",
+          "Tomó su cuchillo.", "Los hombres callaron."]
+DOC_EN = ["Sarah lived in Gerar, and she was old.", "She said to her servant, go.", "And she laughed.",
+          "Abraham went up, and he prayed.", "He took his knife.", "The men were silent."]
+
+
+def test_mine_which_items_qualify():
+    docids = ["d1"] * 3 + ["d2"] * 3
+    items = mine(DOC_ES, DOC_EN, docids, "test")
+    # line 2: feminine, previous feminine, no Spanish pronoun -> in
+    # line 3: Spanish "ella" decides it alone -> out
+    # line 4: first line of d2 after a d1 line -> out (new document)
+    # line 5: masculine after masculine -> in; line 6: no pronoun -> out
+    assert [(i["where"], i["class"]) for i in items] == [("test:2", "feminine"), ("test:5", "masculine")]
+    assert items[0]["contrast"] == "He said to his servant, go."
+    assert items[1]["src_prev"] == "Abraham subió al monte."
+
+
+def test_build_is_deterministic(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for split in ("valid", "test"):
+        (raw / f"{split}.es").write_text("\n".join(DOC_ES) + "\n")
+        (raw / f"{split}.en").write_text("\n".join(DOC_EN) + "\n")
+        (raw / f"{split}.docids").write_text("\n".join(["d1"] * 3 + ["d2"] * 3) + "\n")
+    counts = build(str(raw), str(tmp_path / "a"))
+    build(str(raw), str(tmp_path / "b"))
+    assert counts == {"groups": 4, "by_class": {"masculine": 2, "feminine": 2}}
+    for name in ("pronouns.src", "pronouns.dst", "pronouns.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    groups = json.loads((tmp_path / "a" / "pronouns.json").read_text())
+    assert [g["true_ind"] for g in groups] == [0, 1, 0, 1]
+    dst = (tmp_path / "a" / "pronouns.dst").read_text().splitlines()
+    src = (tmp_path / "a" / "pronouns.src").read_text().splitlines()
+    assert src[0] == "Sara vivió en Gerar. _eos Dijo a su siervo: ve." == src[1]
+    assert dst[0] == "Sarah lived in Gerar, and she was old. _eos She said to her servant, go."
+    assert dst[1].endswith("_eos He said to his servant, go.")
+    # group 1 (masculine, true_ind 1): the contrast first, the reference second
+    assert dst[2].endswith("_eos She took her knife.") and dst[3].endswith("_eos He took his knife.")
+
+
+def test_stopping_rule():
+    hist = [{"valid_loss": v} for v in (7.45, 6.20, 5.62, 5.31, 5.15)]
+    assert should_stop(hist, STUDY) == ""
+    # 5.15 -> 5.12: 0.58% better over the last two epochs
+    assert should_stop(hist + [{"valid_loss": 5.13}, {"valid_loss": 5.12}], STUDY) == (
+        "converged: the last 2 epochs improved the best validation loss by 0.58% (< 1%)")
+    # a worse loss is no improvement at all; a 1.2% gain goes on
+    assert should_stop(hist + [{"valid_loss": 5.2}, {"valid_loss": 5.16}], STUDY).startswith("converged")
+    assert should_stop(hist + [{"valid_loss": 5.2}, {"valid_loss": 5.088}], STUDY) == ""
+    assert should_stop(hist[:2], SMOKE) == "reached 2 epochs"
+    assert should_stop([{"valid_loss": 5.0 - 0.1 * i} for i in range(25)], STUDY) == "reached 25 epochs"
+    line = ("2026-11-23 12:11:05 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 6.203 | "
+            "nll_loss 5.1 | ppl 34.3 | wps 9000 | wpb 4000 | bsz 100 | num_updates 548 | best_loss 6.203")
+    m = _VALID_RE.search(line)
+    assert (m.group(1), m.group(2), m.group(4)) == ("002", "6.203", "548")
+
+
+# ---------------------------------------------------------------------------
+# the study command end to end at --smoke size
+# ---------------------------------------------------------------------------
+
+_EN_WORDS = "the king said that he was going to the house of his father and she saw her son".split()
+_ES_WORDS = "el rey dijo que iba a la casa de su padre y vio hijo".split()
+
+
+def _tiny_bible(root):
+    """A corpus laid out like data/bible: raw/, spm/ (a sentencepiece model
+    and the encoded splits) and bin/ with docids."""
+    import sentencepiece as spm
+
+    rng = random.Random(3)
+    raw, spm_dir = root / "raw", root / "spm"
+    raw.mkdir(parents=True)
+    spm_dir.mkdir()
+    sizes = {"train": 60, "valid": 8, "test": 10}
+    for split, n in sizes.items():
+        es, en, docids = [], [], []
+        for i in range(n):
+            k = rng.randint(3, 7)
+            en.append(" ".join(rng.choice(_EN_WORDS) for _ in range(k)).capitalize() + ".")
+            es.append(" ".join(rng.choice(_ES_WORDS) for _ in range(k)).capitalize() + ".")
+            docids.append(f"{split}{i // 4}")
+        if split == "test":  # two pronoun items: masculine after masculine, feminine after feminine
+            en[1], en[2], es[2] = "And he said that.", "He saw his father.", "Vio a su padre."
+            en[5], en[6], es[6] = "And she saw that.", "She saw her son.", "Vio a su hijo."
+        for ext, lines in (("es", es), ("en", en), ("docids", docids)):
+            (raw / f"{split}.{ext}").write_text("\n".join(lines) + "\n")
+    spm.SentencePieceTrainer.train(input=[str(raw / "train.es"), str(raw / "train.en")],
+                                   model_prefix=str(spm_dir / "spm"), vocab_size=60, character_coverage=1.0,
+                                   model_type="unigram", minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_file=str(spm_dir / "spm.model"))
+    for split in sizes:
+        for ext in ("es", "en"):
+            lines = (raw / f"{split}.{ext}").read_text().splitlines()
+            (spm_dir / f"{split}.{ext}").write_text(
+                "\n".join(" ".join(sp.encode(line, out_type=str)) for line in lines) + "\n")
+        (spm_dir / f"{split}.docids").write_text((raw / f"{split}.docids").read_text())
+    preprocess(spm_dir, root / "bin", src="es", tgt="en")
+
+
+def _study(data, out, results, *args, wait=True):
+    cmd = [sys.executable, "-m", "fairseq_ctx.study", "--smoke", "--data", str(data), "--out", str(out),
+           "--results", str(results), *args]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if not wait:
+        return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_study_smoke_interrupt_resume(tmp_path):
+    data, out, results = tmp_path / "bible", tmp_path / "runs", tmp_path / "bench" / "study.json"
+    _tiny_bible(data)
+    runs = ["--runs", "transformer", "concat", "transformer_gret"]
+
+    # interrupted: killed once the first epoch of the first run has finished
+    proc = _study(data, out, results, *runs, "--stage", "train", wait=False)
+    first = out / "transformer" / "logs" / "epoch-001.seconds"
+    deadline = time.time() + 300
+    while not first.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert first.exists(), proc.stdout.read() if proc.poll() is not None else "epoch 1 never finished"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    epoch1 = (out / "transformer" / "logs" / "epoch-001.log").read_text()
+
+    done = _study(data, out, results, *runs)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # resumed at epoch 2: epoch 1 was not trained again
+    assert "[study] transformer: epoch 1 " not in done.stdout
+    assert (out / "transformer" / "logs" / "epoch-001.log").read_text() == epoch1
+    record = json.loads(results.read_text())
+    by_name = {r["name"]: r for r in record["runs"]}
+    assert list(by_name) == ["transformer", "concat", "transformer_gret"]
+    for rec in by_name.values():
+        assert rec["status"] == "trained" and rec["epochs"] == 2 and rec["updates"] > 0
+        assert [h["epoch"] for h in rec["history"]] == [1, 2]
+        assert 0 <= rec["bleu"] <= 100 and rec["signature"].startswith("nrefs:1|")
+        by_class = rec["contrastive_by_class"]
+        assert sorted(by_class) == ["feminine", "masculine"]
+        assert all(0 <= c["accuracy"] <= 1 and c["n"] >= 1 for c in by_class.values())
+        assert sum(c["n"] for c in by_class.values()) == record["setup"]["pronoun_set"]["groups"]
+        hyps = (out / rec["name"] / "eval" / "test.hyp").read_text().splitlines()
+        assert len(hyps) == 10, "a test sentence was dropped"
+    assert "shuffled_bleu" in by_name["concat"] and "shuffled_bleu" not in by_name["transformer"]
+    assert 0 <= by_name["concat"]["shuffled_contrastive_accuracy"] <= 1
+    assert 0 <= by_name["concat"]["p_value"] <= 1 and "p_value" not in by_name["transformer"]
+    # GRET started from the baseline's weights
+    gret_log = (out / "transformer_gret" / "logs" / "epoch-001.log").read_text()
+    assert "transformer_gret warm start from " + str(out / "transformer" / "checkpoint_best.pt") in gret_log
+    figures = results.parent / "study"
+    assert (figures / "valid-loss.png").stat().st_size > 1000
+    assert (figures / "bleu-by-length.png").stat().st_size > 1000
+    assert record["bleu_by_length"]["unit"] == "sentencepiece source tokens"
+
+    # a finished study is not trained or decoded again
+    outputs = sorted((out / "transformer").rglob("*"))
+    stamps = [p.stat().st_mtime_ns for p in outputs]
+    again = _study(data, out, results, *runs)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert ": epoch " not in again.stdout
+    assert sorted((out / "transformer").rglob("*")) == outputs
+    assert [p.stat().st_mtime_ns for p in outputs] == stamps
+    assert json.loads(results.read_text())["runs"][0]["bleu"] == by_name["transformer"]["bleu"]
