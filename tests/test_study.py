@@ -192,3 +192,20 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert sorted((out / "transformer").rglob("*")) == outputs
     assert [p.stat().st_mtime_ns for p in outputs] == stamps
     assert json.loads(results.read_text())["runs"][0]["bleu"] == by_name["transformer"]["bleu"]
+
+
+def test_a_run_locked_by_another_process_is_skipped(tmp_path):
+    import fcntl
+
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import train
+
+    run = by_name(["transformer_dc"])[0]
+    (tmp_path / run.name).mkdir()
+    held = open(tmp_path / run.name / "train.lock", "w")
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    lines = []
+    assert train(run, "unused-bin", "unused-user-dir", str(tmp_path), echo=lines.append) is False
+    assert lines == ["[study] transformer_dc: another study process is training it; skipped"]
+    assert not (tmp_path / run.name / "logs").exists()
+    held.close()

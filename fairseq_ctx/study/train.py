@@ -6,6 +6,7 @@ history is read back from those logs, so a run killed at any point continues
 with the same command and loses at most the epoch it was in.  ``train.done``
 marks a finished run, which is never trained again.
 """
+import fcntl
 import json
 import os
 import re
@@ -106,8 +107,27 @@ def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
 
 def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings: Settings = STUDY) -> bool:
     """Train ``run`` until the stopping rule holds.  Returns False when it
-    cannot start yet (its warm start is not trained)."""
+    cannot start yet (its warm start is not trained) or another study process
+    is training it: two processes (one per core, e.g. with ``--runs`` in
+    different orders) share the work without training a run twice."""
     if is_trained(out, run):
+        return True
+    os.makedirs(run_dir(out, run), exist_ok=True)
+    lock = open(os.path.join(run_dir(out, run), "train.lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        echo(f"[study] {run.name}: another study process is training it; skipped")
+        lock.close()
+        return False
+    try:
+        return _train_locked(run, bin_dir, user_dir, out, echo, settings)
+    finally:
+        lock.close()  # releases the lock
+
+
+def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, settings: Settings) -> bool:
+    if is_trained(out, run):  # finished by another process while we waited
         return True
     if run.warm_start:
         from fairseq_ctx.study.runs import by_name
