@@ -165,6 +165,7 @@ def test_study_smoke_interrupt_resume(tmp_path):
     for rec in by_name.values():
         assert rec["status"] == "trained" and rec["epochs"] == 2 and rec["updates"] > 0
         assert [h["epoch"] for h in rec["history"]] == [1, 2]
+        assert 0 < rec["history"][0]["cpu"] <= rec["history"][1]["train_seconds"]
         assert 0 <= rec["bleu"] <= 100 and rec["signature"].startswith("nrefs:1|")
         by_class = rec["contrastive_by_class"]
         assert sorted(by_class) == ["feminine", "masculine"]

@@ -55,7 +55,7 @@ def plot_curves(records: List[Dict], path: str):
         axes[1].plot([h["train_seconds"] / 60 for h in hist], [h["valid_loss"] for h in hist], style, marker=".",
                      label=rec["name"])
     axes[0].set_xlabel("updates")
-    axes[1].set_xlabel("training minutes (one CPU thread)")
+    axes[1].set_xlabel("training CPU minutes (one thread)")
     axes[0].set_ylabel("validation loss (label-smoothed, base 2)")
     axes[1].legend(fontsize=8)
     for ax in axes:

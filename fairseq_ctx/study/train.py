@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -53,14 +54,19 @@ def history(out: str, run: Run) -> List[Dict]:
                 if v and int(v.group(1)) == epoch:
                     rows[epoch] = {"epoch": epoch, "updates": int(v.group(4)), "valid_loss": float(v.group(2)),
                                    "valid_nll_loss": float(v.group(3))}
-        seconds = os.path.join(logs, f"epoch-{epoch:03d}.seconds")
-        if epoch in rows and os.path.exists(seconds):
-            rows[epoch]["seconds"] = float(open(seconds).read())
+        for kind in ("seconds", "cpu"):
+            path = os.path.join(logs, f"epoch-{epoch:03d}.{kind}")
+            if epoch in rows and os.path.exists(path):
+                rows[epoch][kind] = float(open(path).read())
     out_rows, total = [], 0.0
     for epoch in sorted(rows):
         if epoch != len(out_rows) + 1:
             break  # a gap: epochs after it are not trusted
-        total += rows[epoch].get("seconds", 0.0)
+        # CPU seconds of the fairseq process (one thread): unlike wall time,
+        # not inflated when the machine is shared or the job is paused.
+        # Epochs recorded before CPU time was kept fall back to wall time
+        # (they ran alone on a pinned core, where the two agree).
+        total += rows[epoch].get("cpu", rows[epoch].get("seconds", 0.0))
         out_rows.append(dict(rows[epoch], train_seconds=round(total, 1)))
     return out_rows
 
@@ -147,23 +153,28 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
             with open(done_marker(out, run), "w") as f:
                 json.dump(record, f, indent=1)
             echo(f"[study] {run.name}: trained, {reason}; {record['updates']} updates, best valid loss "
-                 f"{record['best_valid_loss']:.3f}, {record['train_seconds'] / 60:.1f} min")
+                 f"{record['best_valid_loss']:.3f}, {record['train_seconds'] / 60:.1f} CPU min")
             return True
         epoch = len(hist) + 1
         cmd = train_command(bin_dir, user_dir, out, run, epoch, settings)
         path = log_path(out, run, epoch)
         echo(f"[study] {run.name}: epoch {epoch} (log {path})")
         start = time.time()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with open(path, "w") as log:
             env = dict(os.environ, PYTHONUNBUFFERED="1")
             code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if code != 0:
             raise StudyError(f"{run.name}: fairseq-train failed (exit {code}); see {path}")
         got = [h for h in history(out, run) if h["epoch"] == epoch]
         if not got:
             raise StudyError(f"{run.name}: epoch {epoch} ended without a validation result; see {path}")
+        with open(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.cpu"), "w") as f:
+            f.write(f"{cpu:.1f}")
         with open(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.seconds"), "w") as f:
             f.write(f"{time.time() - start:.1f}")
         h = history(out, run)[-1]
         echo(f"[study] {run.name}: epoch {epoch}: {h['updates']} updates, valid loss {h['valid_loss']:.3f}, "
-             f"{h['train_seconds'] / 60:.1f} min so far")
+             f"{h['train_seconds'] / 60:.1f} CPU min so far")
