@@ -141,7 +141,7 @@ def _study(data, out, results, *args, wait=True):
 def test_study_smoke_interrupt_resume(tmp_path):
     data, out, results = tmp_path / "bible", tmp_path / "runs", tmp_path / "bench" / "study.json"
     _tiny_bible(data)
-    runs = ["--runs", "transformer", "concat", "transformer_gret"]
+    runs = ["--runs", "transformer", "concat"]
 
     # interrupted: killed once the first epoch of the first run has finished
     proc = _study(data, out, results, *runs, "--stage", "train", wait=False)
@@ -161,7 +161,7 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert (out / "transformer" / "logs" / "epoch-001.log").read_text() == epoch1
     record = json.loads(results.read_text())
     by_name = {r["name"]: r for r in record["runs"]}
-    assert list(by_name) == ["transformer", "concat", "transformer_gret"]
+    assert list(by_name) == ["transformer", "concat"]
     for rec in by_name.values():
         assert rec["status"] == "trained" and rec["epochs"] == 2 and rec["updates"] > 0
         assert [h["epoch"] for h in rec["history"]] == [1, 2]
@@ -176,9 +176,6 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert "shuffled_bleu" in by_name["concat"] and "shuffled_bleu" not in by_name["transformer"]
     assert 0 <= by_name["concat"]["shuffled_contrastive_accuracy"] <= 1
     assert 0 <= by_name["concat"]["p_value"] <= 1 and "p_value" not in by_name["transformer"]
-    # GRET started from the baseline's weights
-    gret_log = (out / "transformer_gret" / "logs" / "epoch-001.log").read_text()
-    assert "transformer_gret warm start from " + str(out / "transformer" / "checkpoint_best.pt") in gret_log
     figures = results.parent / "study"
     assert (figures / "valid-loss.png").stat().st_size > 1000
     assert (figures / "bleu-by-length.png").stat().st_size > 1000
@@ -193,6 +190,19 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert sorted((out / "transformer").rglob("*")) == outputs
     assert [p.stat().st_mtime_ns for p in outputs] == stamps
     assert json.loads(results.read_text())["runs"][0]["bleu"] == by_name["transformer"]["bleu"]
+
+
+def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import train, train_command
+
+    gret = by_name(["transformer_gret"])[0]
+    lines = []
+    assert train(gret, "bin", "user-dir", str(tmp_path), echo=lines.append) is False
+    assert lines == ["[study] transformer_gret: waits for transformer (its warm start)"]
+    cmd = train_command("bin", "user-dir", str(tmp_path), gret, 1)
+    assert cmd[cmd.index("--gret-warm-start") + 1] == str(tmp_path / "transformer" / "checkpoint_best.pt")
+    assert cmd[cmd.index("--max-epoch") + 1] == "1" and cmd[cmd.index("--seed") + 1] == "1"
 
 
 def test_a_run_locked_by_another_process_is_skipped(tmp_path):
