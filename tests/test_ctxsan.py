@@ -172,6 +172,63 @@ def test_attention_matches_equations_5_to_7(context):
     assert torch.allclose(att(x, history=hist), ref, atol=1e-5)
 
 
+@pytest.mark.parametrize("context", ["deep-global+deep", "global"])
+def test_eval_time_folding_equals_training_time_and_follows_parameter_changes(context):
+    """Without autograd in eval mode the folded gate weights are kept between
+    calls (decoding steps); outputs equal the training-time computation (fold
+    on every call, autograd on) to 1e-6, and an optimizer step, an in-place
+    write or load_state_dict, made while the module stays in eval mode, is
+    seen at the next call."""
+    torch.manual_seed(0)
+    d, T, B, layer = 16, 5, 3, 3
+    att = ContextAwareSelfAttention(d, 2, layer, context=context, causal=True)
+    with torch.no_grad():
+        for p in att.parameters():
+            p.normal_(std=0.3)
+    xs = [torch.randn(T, B, d) for _ in range(layer)]
+    hist = ContextHistory(None, need_states=True, need_means=True, causal=True)
+    for x in xs:
+        hist.push(x)
+    x = xs[-1]
+    initial = {k: v.clone() for k, v in att.state_dict().items()}
+
+    def training_time():  # autograd on: folds afresh, as in training (dropout is 0)
+        return att(x, history=hist).detach()
+
+    att.train()
+    reference = training_time()
+    assert att._fold_cache is None
+    att.eval()
+    with torch.no_grad():
+        first = att(x, history=hist)
+        cached = att._fold_cache
+        second = att(x, history=hist)
+    assert cached is not None and att._fold_cache is cached  # reused, not refolded
+    torch.testing.assert_close(first, reference, atol=1e-6, rtol=0)
+    torch.testing.assert_close(second, reference, atol=1e-6, rtol=0)
+
+    # an optimizer step in eval mode (no train()/eval() call to drop the cache)
+    opt = torch.optim.Adam(att.parameters(), lr=0.05)
+    att(x, history=hist).square().sum().backward()
+    opt.step()
+    with torch.no_grad():
+        after_step = att(x, history=hist)
+    assert att._fold_cache is not cached
+    assert (after_step - first).abs().max() > 1e-3
+    torch.testing.assert_close(after_step, training_time(), atol=1e-6, rtol=0)
+
+    with torch.no_grad():
+        att.gate_c.zero_()  # an in-place write to one gate vector only
+        zeroed = att(x, history=hist)
+    torch.testing.assert_close(zeroed, training_time(), atol=1e-6, rtol=0)
+
+    att.load_state_dict(initial)
+    with torch.no_grad():
+        reloaded = att(x, history=hist)
+    torch.testing.assert_close(reloaded, first, atol=1e-6, rtol=0)
+    assert "_fold_cache" not in " ".join(att.state_dict())  # checkpoint format unchanged
+
+
 def test_key_only_leaves_queries_alone():
     torch.manual_seed(0)
     d, T, B = 16, 4, 2

@@ -28,7 +28,10 @@ Reading of the paper where it is ambiguous (see ``docs/ambiguities.md``):
   has none). For speed, ``V^H`` and ``V^C`` are folded into the Q/K and the
   context projections as extra output columns (``Q V^H = x (W_Q^T V^H) + b_Q
   V^H``), so the gate logits come out of the same matmuls; the parameters and
-  the function are exactly Eq. 6.
+  the function are exactly Eq. 6. Folding copies the weights, so in eval mode
+  without autograd (decoding) the folded weights are kept and reused until a
+  parameter changes (see :meth:`ContextAwareSelfAttention.folded_weights`);
+  training folds on every call, as gradients must reach the parameters.
 * Global means ignore padding; on the decoder side the global context is the
   causal prefix mean (footnote 2), so each position has its own context.
 
@@ -208,6 +211,9 @@ class ContextAwareSelfAttention(nn.Module):
             self.register_parameter("gate_c", None)
         self.keep_gates = False
         self.last_gates: Dict[str, Tensor] = {}
+        # (key, folded weights) of the last eval-mode fold; not a buffer, so
+        # the state_dict (the checkpoint format) is unchanged
+        self._fold_cache: Optional[Tuple[tuple, Tuple[Tensor, Tensor, Dict[str, Tensor]]]] = None
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -231,15 +237,86 @@ class ContextAwareSelfAttention(nn.Module):
     def has_context(self) -> bool:
         return len(self.parts) > 0
 
-    def project_context(self, history: ContextHistory) -> Tuple[Tensor, Tensor]:
+    def _fold(self) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
+        """The projections with the gate vectors folded in as ``n`` extra output rows:
+
+        * ``[W; V^H W_Q/K]``: ``(3C + n) x C`` and its bias ``[b; V^H b_Q/K]``: ``3C + n``
+          (``Q V^H = x (W_Q^T V^H) + b_Q V^H``, Eq. 6 first term);
+        * per context part ``[U; V^C U]``: ``(n*C + n) x d_c`` (``C U V^C = C (U V^C)``).
+        """
+        d, n = self.embed_dim, len(self.slots)
+        lo, hi = self.slots[0] * d, (self.slots[-1] + 1) * d
+        w, b = self.in_proj.weight, self.in_proj.bias
+        w_gate = torch.bmm(self.gate_h.unsqueeze(1), w[lo:hi].view(n, d, d)).squeeze(1)  # n x C
+        b_gate = (self.gate_h * b[lo:hi].view(n, d)).sum(-1)  # n
+        ctx: Dict[str, Tensor] = {}
+        for p in self.parts:
+            wc = self.ctx_proj[p.replace("-", "_")].weight  # (n*C) x d_c
+            wc_gate = torch.bmm(self.gate_c.unsqueeze(1), wc.view(n, d, -1)).squeeze(1)  # n x d_c
+            ctx[p] = torch.cat([wc, wc_gate])
+        return torch.cat([w, w_gate]), torch.cat([b, b_gate]), ctx
+
+    def _fold_key(self) -> Optional[tuple]:
+        """Identifies the current values of the folded parameters: storage,
+        version counter (bumped by every in-place change: optimizer steps,
+        ``load_state_dict``'s copy, ``zero_``), dtype and device. None where
+        a parameter has no version counter (made under ``inference_mode``)."""
+        params = [self.in_proj.weight, self.in_proj.bias, self.gate_h, self.gate_c]
+        params += [self.ctx_proj[p.replace("-", "_")].weight for p in self.parts]
+        try:
+            return tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in params)
+        except RuntimeError:  # inference tensors track no version
+            return None
+
+    def folded_weights(self) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
+        """:meth:`_fold`, reused between calls in eval mode without autograd.
+
+        A decoding step is one position per hypothesis, so re-folding on
+        every step (a bmm over W_Q/K and copies of the whole fused and context
+        weights) costs as much as the step's own Q/K/V projection. The fold
+        is kept while the parameters' storage and version counters are
+        unchanged; ``train()``/``eval()``, ``load_state_dict`` and
+        ``to()``/``half()`` drop it as well. In-place writes through
+        ``param.data``, which bypass the version counter, are not seen:
+        call ``eval()`` again after such writes. Training (or any call with
+        autograd on) folds afresh, so gradients reach ``V^H``, ``V^C`` and
+        the projections exactly as before.
+        """
+        if self.training or torch.is_grad_enabled():
+            return self._fold()
+        key = self._fold_key()
+        if key is None:
+            return self._fold()
+        if self._fold_cache is None or self._fold_cache[0] != key:
+            self._fold_cache = (key, self._fold())
+        return self._fold_cache[1]
+
+    def train(self, mode: bool = True):
+        self._fold_cache = None
+        return super().train(mode)
+
+    def _apply(self, fn, *args, **kwargs):
+        self._fold_cache = None  # .to()/.half()/.cuda() replace the parameters
+        return super()._apply(fn, *args, **kwargs)
+
+    def _load_from_state_dict(self, *args, **kwargs):
+        self._fold_cache = None  # also covers load_state_dict(assign=True)
+        return super()._load_from_state_dict(*args, **kwargs)
+
+    def project_context(self, history: ContextHistory,
+                        ctx_weights: Optional[Dict[str, Tensor]] = None) -> Tuple[Tensor, Tensor]:
         """``C [U_Q U_K]``, summed over context parts: ``(1 or T) x B x n x C``,
         and the gate logits' context term ``C [U_Q U_K] [V^C_Q; V^C_K]``:
         ``(1 or T) x B x n``.
 
+        ``ctx_weights``: the folded ``[U; V^C U]`` per part (from
+        :meth:`folded_weights`; folded here when not given).
         A context that is one vector per sentence (encoder-side global and
         deep-global) has a leading dim of 1 and is projected once per sentence.
         """
         l, d, n = self.layer, self.embed_dim, len(self.slots)
+        if ctx_weights is None:
+            ctx_weights = self.folded_weights()[2]
         out: Optional[Tensor] = None
         for p in self.parts:
             if p == "global":
@@ -248,10 +325,7 @@ class ContextAwareSelfAttention(nn.Module):
                 c = torch.cat(history.means[:l], dim=-1) if l > 1 else history.means[0]
             else:  # deep
                 c = torch.cat(history.states[:l - 1], dim=-1) if l > 2 else history.states[0]
-            w = self.ctx_proj[p.replace("-", "_")].weight  # (n*C) x d_c
-            # V^C folded into the projection as n extra rows (C U V^C = C (U V^C))
-            w_gate = torch.bmm(self.gate_c.unsqueeze(1), w.view(n, d, -1)).squeeze(1)  # n x d_c
-            y = F.linear(c, torch.cat([w, w_gate]))
+            y = F.linear(c, ctx_weights[p])  # (1|T) x B x (n*C + n)
             out = y if out is None else out + y
         assert out is not None
         return out[..., :n * d].unflatten(-1, (n, d)), out[..., n * d:]
@@ -277,18 +351,14 @@ class ContextAwareSelfAttention(nn.Module):
             q, k, v = qkv.unbind(2)
         else:
             assert history is not None
-            n = len(self.slots)
-            lo, hi = self.slots[0] * d, (self.slots[-1] + 1) * d
-            # Eq. 6, first term: Q V^H = x (W_Q^T V^H) + b_Q V^H. Folding V^H into
+            # Eq. 6, first term: Q V^H = x (W_Q^T V^H) + b_Q V^H. V^H folded into
             # the fused projection as n extra output columns gives the gate
             # logits from the same matmul (no extra pass over Q and K).
-            w, b = self.in_proj.weight, self.in_proj.bias
-            w_gate = torch.bmm(self.gate_h.unsqueeze(1), w[lo:hi].view(n, d, d)).squeeze(1)  # n x C
-            b_gate = (self.gate_h * b[lo:hi].view(n, d)).sum(-1)  # n
-            out = F.linear(x, torch.cat([w, w_gate]), torch.cat([b, b_gate]))  # T x B x (3C + n)
+            w, b, ctx_weights = self.folded_weights()
+            out = F.linear(x, w, b)  # T x B x (3C + n)
             qkv = out[..., :3 * d].view(T, B, 3, d)
             q, k, v = qkv.unbind(2)
-            ctx, ctx_logit = self.project_context(history)  # (1|T) x B x n x C, (1|T) x B x n
+            ctx, ctx_logit = self.project_context(history, ctx_weights)  # (1|T) x B x n x C, (1|T) x B x n
             qk = qkv[:, :, self.slots[0]:self.slots[-1] + 1]  # T x B x n x C
             # Eq. 6: one scalar per position and per contextualised Q / K
             lam = torch.sigmoid(out[..., 3 * d:] + ctx_logit)  # T x B x n
