@@ -65,7 +65,7 @@ def test_pre_norm_adds_context_layer_norm():
     pre = build("transformer_ctxenc_tiny", ["--encoder-normalize-before"], dictionary=d)
     assert n_params(pre) - n_params(post) == 2 * 16 + 2 * 16  # final encoder LN + context LN
     pre.eval()
-    out = pre.encoder(rand_tokens(2, 5, 20), ctx_tokens=rand_tokens(2, 3, 21))
+    out = pre.encoder(rand_tokens(2, 5, 20), ctx_tokens=rand_tokens(2, 3, 21), return_context=True)
     assert torch.isfinite(out["encoder_out"][0]).all() and torch.isfinite(out["ctx_out"][0]).all()
 
 
@@ -78,10 +78,10 @@ def test_structure_shares_lower_layers():
     own = {id(p) for p in enc.ctx_layer.parameters()}
     assert not own & {id(p) for p in enc.layers.parameters()}
     src, ctx = rand_tokens(2, 5, 22), rand_tokens(2, 4, 23)
-    before = enc(src, ctx_tokens=ctx)["ctx_out"][0]
+    before = enc(src, ctx_tokens=ctx, return_context=True)["ctx_out"][0]
     with torch.no_grad():
         enc.layers[0].fc1.weight.mul_(2.0)  # a shared layer: the context encoder changes too
-    assert (enc(src, ctx_tokens=ctx)["ctx_out"][0] - before).abs().max() > 1e-3
+    assert (enc(src, ctx_tokens=ctx, return_context=True)["ctx_out"][0] - before).abs().max() > 1e-3
 
 
 @pytest.mark.parametrize("extra, flag", [
@@ -100,7 +100,7 @@ def test_bad_flags(extra, flag):
 def test_encoder_out_shapes_and_gate():
     model = tiny()
     src, ctx = rand_tokens(3, 7, 1), rand_tokens(3, 5, 2)
-    out = model.encoder(src, torch.full((3,), 7), ctx_tokens=ctx, return_gate=True)
+    out = model.encoder(src, torch.full((3,), 7), ctx_tokens=ctx, return_gate=True, return_context=True)
     assert out["encoder_out"][0].shape == (7, 3, 16)
     assert out["ctx_out"][0].shape == (5, 3, 16)
     assert out["ctx_padding_mask"][0].shape == (3, 5)
@@ -131,7 +131,7 @@ def test_encoder_matches_gated_mixture_written_out(pre_norm):
     src = rand_tokens(3, 0, 30, lengths=[6, 4, 5])
     ctx = rand_tokens(3, 0, 31, lengths=[3, 5, 2])
     with torch.no_grad():
-        out = enc(src, ctx_tokens=ctx, return_gate=True)
+        out = enc(src, ctx_tokens=ctx, return_gate=True, return_context=True)
 
         def lower(tokens):  # embeddings and the shared layers, T x B x C
             mask = tokens.eq(1)
@@ -173,7 +173,7 @@ def test_shared_pass_strategies_agree(monkeypatch, path):
 
     def run():
         model = tiny()
-        out = model.encoder(src, ctx_tokens=ctx, return_all_hiddens=True)
+        out = model.encoder(src, ctx_tokens=ctx, return_all_hiddens=True, return_context=True)
         out["encoder_out"][0].pow(2).sum().backward()
         return out, model.encoder.layers[0].fc1.weight.grad
 
@@ -233,11 +233,29 @@ def test_incremental_equals_full_forward():
     assert torch.allclose(full, step, atol=1e-5)
 
 
+def test_context_states_only_on_request_and_decoding_is_unchanged():
+    """By default encoder_out carries no context states (the decoder never
+    reads them, and beam search would reorder them at every step); asking for
+    them changes nothing else, and the decoder's output is the same."""
+    model = tiny()
+    src, ctx, prev = rand_tokens(2, 6, 17), rand_tokens(2, 4, 18), rand_tokens(2, 5, 19)
+    with torch.no_grad():
+        plain = model.encoder(src, ctx_tokens=ctx)
+        full = model.encoder(src, ctx_tokens=ctx, return_context=True)
+        assert plain["ctx_out"] == [] and plain["ctx_padding_mask"] == [] and plain["ctx_gate"] == []
+        assert full["ctx_out"][0].shape == (4, 2, 16) and full["ctx_padding_mask"][0].shape == (2, 4)
+        for key in ("encoder_out", "encoder_padding_mask", "encoder_embedding", "src_lengths"):
+            assert torch.equal(plain[key][0], full[key][0]), key
+        reordered = model.encoder.reorder_encoder_out(plain, torch.tensor([1, 0, 1]))
+        assert reordered["ctx_out"] == [] and reordered["ctx_padding_mask"] == []
+        torch.testing.assert_close(model.decoder(prev, plain)[0], model.decoder(prev, full)[0], atol=0, rtol=0)
+
+
 def test_beam_reordering_mid_sequence():
     model = tiny()
     src, ctx, prev = rand_tokens(2, 6, 17), rand_tokens(2, 4, 18), rand_tokens(2, 5, 19)
     order = torch.tensor([1, 0, 1])
-    enc = model.encoder(src, ctx_tokens=ctx)
+    enc = model.encoder(src, ctx_tokens=ctx, return_context=True)
     _, state = _incremental(model, enc, prev[:, :2])
     enc = model.encoder.reorder_encoder_out(enc, order)
     assert enc["ctx_out"][0].shape[1] == 3 and enc["ctx_padding_mask"][0].shape[0] == 3

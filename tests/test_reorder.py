@@ -76,7 +76,7 @@ def _batch(model, seed=0):
 
 
 def _encode(model, src, lengths, kwargs):
-    extra = {"return_gate": True} if "ctx_tokens" in kwargs else {}
+    extra = {"return_gate": True, "return_context": True} if "ctx_tokens" in kwargs else {}
     return model.encoder(src, lengths, return_all_hiddens=True, **kwargs, **extra)
 
 

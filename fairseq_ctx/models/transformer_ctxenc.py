@@ -22,10 +22,13 @@ shared layers as one batch (2B rows, padded to the longer of the two);
 otherwise the source runs alone and the contexts run in a few groups of
 similar length (a batch is sorted by *source* length, so its contexts vary:
 on the Bible corpus 58% of a collated context tensor is padding).  The
-encoder runs once per sentence: beam search only reorders its output
-(``reorder_encoder_out`` also reorders the context encoder's output
-``ctx_out`` and mask ``ctx_padding_mask``), so a decoding step costs the same
-as in a plain transformer.  The context itself costs about one more encoder
+encoder runs once per sentence: beam search only reorders its output, so a
+decoding step costs the same as in a plain transformer.  The context
+encoder's output ``ctx_out`` and mask ``ctx_padding_mask``, which the decoder
+never reads, are in ``encoder_out`` only when asked for
+(``return_context=True``, for analyses); beam search does not ask, so they are
+not copied at every beam step (``reorder_encoder_out`` reorders them when
+present, like every other entry).  The context itself costs about one more encoder
 pass, which bounds the training speed at roughly 0.75x a plain transformer
 of the same size (measured speeds: ``docs/benchmarks.md``).
 
@@ -127,6 +130,7 @@ class TransformerCtxEncEncoder(TransformerEncoder):
         return_all_hiddens: bool = False,
         token_embeddings: Optional[Tensor] = None,
         return_gate: bool = False,
+        return_context: bool = False,
     ):
         """
         Args:
@@ -135,9 +139,13 @@ class TransformerCtxEncEncoder(TransformerEncoder):
                 ctx_lengths: B (unused, kept for the net_input interface)
             return_gate: also return the gate g of the last layer (T x B x C)
                 as ``encoder_out["ctx_gate"]``
+            return_context: also return the context encoder's output and mask
+                (not read by the decoder; left out by default so that beam
+                search does not reorder them at every step)
 
-        Returns: upstream's encoder_out dict plus ``ctx_out`` (T_ctx x B x C),
-        ``ctx_padding_mask`` (B x T_ctx) and ``ctx_gate`` (empty unless asked).
+        Returns: upstream's encoder_out dict plus ``ctx_out`` (T_ctx x B x C)
+        and ``ctx_padding_mask`` (B x T_ctx), empty unless ``return_context``,
+        and ``ctx_gate``, empty unless ``return_gate``.
         """
         if token_embeddings is not None:
             raise ValueError("transformer_ctxenc does not take precomputed token_embeddings")
@@ -210,8 +218,8 @@ class TransformerCtxEncEncoder(TransformerEncoder):
             "fc_results": [],
             "src_tokens": [],
             "src_lengths": [src_tokens.ne(self.padding_idx).sum(dim=1, dtype=torch.int32).reshape(-1, 1)],
-            "ctx_out": [x_ctx],  # T_ctx x B x C
-            "ctx_padding_mask": [ctx_mask],  # B x T_ctx
+            "ctx_out": [x_ctx] if return_context else [],  # T_ctx x B x C
+            "ctx_padding_mask": [ctx_mask] if return_context else [],  # B x T_ctx
             "ctx_gate": [gate] if return_gate else [],  # T x B x C
         }
 
