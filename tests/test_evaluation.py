@@ -179,13 +179,53 @@ def test_paired_bootstrap_p_values():
 # length buckets
 # ---------------------------------------------------------------------------
 
-def test_bucket_assignment():
-    assert bucket_labels(DEFAULT_EDGES) == ["<=10", "11-20", "21-30", "31-40", "41-50", ">50"]
-    lengths = [0, 1, 10, 11, 20, 21, 30, 31, 40, 41, 50, 51, 200]
-    assert assign_buckets(lengths) == [0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
-    assert bucket_labels([5, 6]) == ["<=5", "6", ">6"]
+def test_bucket_assignment_is_closed_on_the_left():
+    """DC's groups: "fewer than ten subword tokens" is <10, "greater than or
+    equal to 20" opens at 20; so every edge length goes to the upper bucket
+    (bisect_left would put 10, 20, ... in the lower one: this test fails)."""
+    assert bucket_labels(DEFAULT_EDGES) == ["<10", "10-19", "20-29", "30-39", "40-49", ">=50"]
+    lengths = [0, 9, 10, 19, 20, 29, 30, 39, 40, 49, 50, 200]
+    assert assign_buckets(lengths) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert bucket_labels([5, 6]) == ["<5", "5", ">=6"]
+    assert assign_buckets([4, 5, 6], [5, 6]) == [0, 1, 2]
     with pytest.raises(EvaluationError):
         bucket_labels([20, 10])
+
+
+def test_bucket_bounds_and_given_lengths():
+    refs = random_corpus(6, seed=2)
+    res = bleu_by_length(None, {"ref": refs}, refs, edges=(10, 20), lengths=[9, 10, 19, 20, 0, 35], unit="subwords")
+    assert [(b["label"], b["min"], b["max"], b["n"]) for b in res["buckets"]] == \
+        [("<10", 0, 9, 2), ("10-19", 10, 19, 2), (">=20", 20, None, 2)]
+    assert res["unit"] == "subwords" and res["groups"] == 3 and res["closed"] == "left"
+    with pytest.raises(EvaluationError, match="5 source lengths"):
+        bleu_by_length(None, {"ref": refs}, refs, lengths=[1] * 5)
+
+
+def write_binarized(prefix, lines, append_eos=True):
+    """A split binarized as fairseq-preprocess does (Dictionary.encode_line
+    with append_eos, into an mmap indexed dataset), with its dict beside it."""
+    from fairseq.data import Dictionary, indexed_dataset
+
+    d = Dictionary()
+    ids = [d.encode_line(line, add_if_not_exist=True, append_eos=append_eos) for line in lines]
+    builder = indexed_dataset.make_builder(f"{prefix}.bin", "mmap", vocab_size=len(d))
+    for t in ids:
+        builder.add_item(t)
+    builder.finalize(f"{prefix}.idx")
+    d.save(str(prefix.parent / f"dict.{str(prefix).rsplit('.', 1)[-1]}.txt"))
+
+
+def test_binarized_lengths_count_subwords_without_eos(tmp_path):
+    from fairseq_ctx.evaluation import binarized_lengths
+
+    lines = ["ein@@ fach gut .", "", "a b c d e f g h i j", "x@@ y@@ z"]
+    write_binarized(tmp_path / "test.en-de.en", lines)
+    # the literal count of BPE tokens (len(tokens) instead of len(tokens) - 1 fails here)
+    assert binarized_lengths(tmp_path / "test.en-de.en") == [len(line.split()) for line in lines] == [4, 0, 10, 3]
+    write_binarized(tmp_path / "noeos.en-de.en", ["a b"], append_eos=False)
+    with pytest.raises(EvaluationError, match="does not end with </s>"):
+        binarized_lengths(tmp_path / "noeos.en-de.en")
 
 
 def test_bleu_by_length_scores_each_bucket_separately():
@@ -200,6 +240,26 @@ def test_bleu_by_length_scores_each_bucket_separately():
     assert res["buckets"][2]["bleu"]["a"] is None  # empty bucket
     assert res["buckets"][5]["bleu"]["a"] == pytest.approx(detok_bleu(sys_a[45:], refs[45:])[0])
     json.dumps(res)
+
+
+def test_score_command_lengths_from_the_binarized_source(tmp_path, capsys):
+    """--src-bin: lengths are the binarized split's subword tokens, not the
+    whitespace words of the detokenized text."""
+    refs = random_corpus(4, seed=7)
+    write(tmp_path / "ref.txt", refs)
+    write(tmp_path / "hyp.txt", refs)
+    # 9, 2, 20, 25 subwords (counting </s> would move the first to 10-19)
+    bpe = ["a@@ b@@ c@@ d@@ e@@ f@@ g@@ h@@ i", "a b", "x@@ y " * 10, "w " * 25]
+    write_binarized(tmp_path / "test.en-de.en", bpe)
+    score_cli.main([str(a) for a in ["--ref", tmp_path / "ref.txt", "--hyp", f"h={tmp_path / 'hyp.txt'}",
+                                     "--src-bin", tmp_path / "test.en-de.en", "--length-buckets",
+                                     "--bucket-edges", "10,20", "--json", tmp_path / "s.json"]])
+    res = json.loads((tmp_path / "s.json").read_text())["length_buckets"]
+    assert [b["n"] for b in res["buckets"]] == [2, 0, 2]
+    assert res["unit"].startswith("subword tokens") and "3 groups, closed on the left" in capsys.readouterr().out
+    with pytest.raises(EvaluationError, match="one of --src"):
+        score_cli.main([str(a) for a in ["--ref", tmp_path / "ref.txt", "--hyp", tmp_path / "hyp.txt",
+                                         "--length-buckets"]])
 
 
 # ---------------------------------------------------------------------------
@@ -274,8 +334,11 @@ def test_score_command_end_to_end(tmp_path, capsys):
     assert "bs:200|seed:12345" in res["bootstrap"]["signature"]
     assert [b["label"] for b in res["length_buckets"]["buckets"]] == bucket_labels(DEFAULT_EDGES)
     assert sum(b["n"] for b in res["length_buckets"]["buckets"]) == 120
+    # lengths 5 + 7k, k = i % 9 (k = 0, 1, 2 14 times, the others 13): <10 k=0 (5); 10-19 k=1, 2 (12, 19);
+    # 20-29 k=3; 30-39 k=4; 40-49 k=5, 6 (40 opens it), >=50 k=7, 8
+    assert [b["n"] for b in res["length_buckets"]["buckets"]] == [14, 28, 13, 13, 26, 26]
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "41-50" in stdout and "p-value" in stdout
+    assert "40-49" in stdout and "p-value" in stdout
 
 
 def test_score_command_errors(tmp_path):
@@ -296,7 +359,7 @@ def test_score_command_errors(tmp_path):
         (["--hyp", f"a={tmp_path / 'ref.txt'}", "--baseline", "b"], "--baseline 'b' is not one of"),
         (["--hyp", f"a={tmp_path / 'ref.txt'}", f"a={tmp_path / 'ref.txt'}"], "given twice"),
         (["--hyp", f"a={tmp_path / 'ref.txt'}", "--tokenized-compound-split"], "needs --lang"),
-        (["--hyp", f"a={tmp_path / 'ref.txt'}", "--length-buckets"], "needs --src"),
+        (["--hyp", f"a={tmp_path / 'ref.txt'}", "--length-buckets"], "needs one of --src"),
         (["--hyp", f"a={tmp_path / 'ref.txt'}", "--src", tmp_path / "short.txt", "--length-buckets"],
          "9 lines, but the reference has 10"),
     ]:

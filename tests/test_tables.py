@@ -386,3 +386,39 @@ def test_rows_runs_only_the_rows_asked_and_what_their_models_need():
     assert needed == {"enc deep-global"}   # the baseline is not trained for it
     skipped = [a.name for a in run.table.analyses if any(label not in needed for label in a.rows_needed(run.table))]
     assert skipped == ["ctxsan gates"]     # length buckets use whichever rows were scored
+
+
+# ---------------------------------------------------------------------------
+# the length-bucket analysis hook
+# ---------------------------------------------------------------------------
+
+def test_length_buckets_hook_counts_binarized_subwords(tmp_path):
+    """The DC table's hook on a decoded split: lengths from the binarized
+    source (subwords without </s>), not the S- lines (detokenized words)."""
+    from fairseq_ctx.tables.analyses import LengthBuckets
+    from fairseq_ctx.tables.dc import TABLE1
+    from .test_evaluation import generate_log, random_corpus, write, write_binarized
+
+    refs = random_corpus(4, seed=8)
+    bpe = ["a@@ b@@ c@@ d@@ e@@ f@@ g@@ h@@ i", "a b", "x@@ y " * 10, "w " * 50]  # 9, 2, 20, 50 subwords
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    write_binarized(bin_dir / "test.en-de.en", bpe)
+    write(tmp_path / "ref.txt", refs)
+    states = {}
+    for label in ("Transformer", "Enc-DC"):
+        gen = generate_log(tmp_path / f"{label}.log", refs, range(4), srcs=["abcdefghi", "ab", "xy " * 10, "w"])
+        states[label] = SimpleNamespace(row=SimpleNamespace(label=label), gen_log=gen, bin_dir=bin_dir,
+                                        data_cfg=DATASETS["wmt14_en_de"],
+                                        score={"reference": str(tmp_path / "ref.txt"), "tok_bleu": None})
+    run = SimpleNamespace(table=SimpleNamespace(rows=[s.row for s in states.values()], baseline="Transformer",
+                                                title="DC"),
+                          states=states, configs=CONFIGS, table_dir=tmp_path / "out", gen_subset=lambda st: "test")
+    hook, = [a for a in TABLE1.analyses if isinstance(a, LengthBuckets)]
+    summary = hook.run(run)
+    res = json.loads((tmp_path / "out" / "length_buckets.json").read_text())
+    assert [(b["label"], b["n"]) for b in res["buckets"]] == \
+        [("<10", 2), ("10-19", 0), ("20-29", 1), ("30-39", 0), ("40-49", 0), (">=50", 1)]
+    assert res["groups"] == 6 and res["paper_unit"] == "subword tokens" and res["src"].endswith("test.en-de.en")
+    assert res["buckets"][0]["bleu"]["Enc-DC"] == pytest.approx(100.0)
+    assert "6 groups closed on the left" in summary and (tmp_path / "out" / "length_buckets.png").is_file()

@@ -46,6 +46,7 @@ from .document import (
 from .length_buckets import (
     DEFAULT_EDGES,
     assign_buckets,
+    binarized_lengths,
     bleu_by_length,
     bucket_labels,
     format_length_table,
@@ -55,8 +56,8 @@ from .length_buckets import (
 __all__ = [
     "EvaluationError", "PairedResult", "read_lines", "is_generate_log", "read_generate_log", "read_hypotheses",
     "detok_bleu", "compound_split", "moses_tokenize", "compound_split_lines", "compound_split_bleu",
-    "tokenized_bleu", "paired_bootstrap", "DEFAULT_EDGES", "bucket_labels", "assign_buckets", "bleu_by_length",
-    "format_length_table", "plot_length_buckets", "METRICS", "chrf", "ter", "corpus_score", "format_delta",
-    "paired_bootstrap_metrics", "read_docids", "document_runs", "join_documents", "document_bleu",
+    "tokenized_bleu", "paired_bootstrap", "DEFAULT_EDGES", "bucket_labels", "assign_buckets", "binarized_lengths",
+    "bleu_by_length", "format_length_table", "plot_length_buckets", "METRICS", "chrf", "ter", "corpus_score",
+    "format_delta", "paired_bootstrap_metrics", "read_docids", "document_runs", "join_documents", "document_bleu",
     "document_positions", "bleu_by_position", "format_position_table",
 ]

@@ -7,7 +7,7 @@ Usage (``fairseq-ctx-score`` is the same command)::
         --hyp transformer=gen.transformer.log ctxsan=gen.ctxsan.log \\
         --baseline transformer [--docids test.en-de.docids] [--metrics bleu,chrf,ter] \\
         [--tokenized-compound-split --lang de] \\
-        [--src test.bpe.en --length-buckets --plot buckets.png] [--json scores.json]
+        [--src-bin data/bin/test.en-de.en --length-buckets --plot buckets.png] [--json scores.json]
 
 ``--hyp NAME=FILE``: a fairseq-generate log (its ``D-`` lines, sorted by
 sentence id; every id of the reference must be there) or a text file with
@@ -27,9 +27,11 @@ digits, so a printed ``+0.00`` is exactly zero, whose p-value is 1; with
 ``--tokenized-compound-split``, the same for tokenized BLEU with compound
 splitting (Moses tokenization with ``--lang``, ``##AT##`` splitting, BLEU
 on whitespace tokens: the Vaswani et al. 2017 En-De convention).  With
-``--length-buckets`` (needs ``--src``), BLEU by source length in whitespace
-tokens of ``--src`` (``--bucket-edges``, default 10,20,30,40,50); ``--plot``
-writes it as a PNG.  ``--json`` writes everything.  See
+``--length-buckets``, BLEU by source length: in subword tokens of the
+binarized source with ``--src-bin PREFIX`` (its sizes without ``</s>``, the
+DC paper's unit), or in whitespace tokens of ``--src``; buckets closed on the
+left (``--bucket-edges``, default 10,20,30,40,50: <10, 10-19, ..., >=50);
+``--plot`` writes it as a PNG.  ``--json`` writes everything.  See
 :mod:`fairseq_ctx.evaluation.bleu` and :mod:`.length_buckets`.
 
 Unreadable or misaligned input stops with one line, e.g.
@@ -47,7 +49,8 @@ from .bleu import (DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, METRICS, EvaluationE
                    corpus_score, detok_bleu, format_delta, is_generate_log, paired_bootstrap,
                    paired_bootstrap_metrics, read_generate_log, read_hypotheses, read_lines, tokenized_bleu)
 from .document import bleu_by_position, document_bleu, format_position_table, join_documents, read_docids
-from .length_buckets import DEFAULT_EDGES, bleu_by_length, format_length_table, parse_edges, plot_length_buckets
+from .length_buckets import (DEFAULT_EDGES, binarized_lengths, bleu_by_length, format_length_table, parse_edges,
+                             plot_length_buckets)
 
 
 def parse_args(argv=None):
@@ -80,11 +83,16 @@ def parse_args(argv=None):
     p.add_argument("--input-tokenized", action="store_true",
                    help="hypotheses and reference are already Moses-tokenized: no tokenization before "
                         "compound splitting (the BLEU column is then not detokenized BLEU)")
-    p.add_argument("--src", help="source sentences (text, or a generate log's S- lines) for --length-buckets")
+    p.add_argument("--src", help="source sentences (text, or a generate log's S- lines) for --length-buckets: "
+                                 "length = whitespace tokens (a generate log's S- lines are printed after BPE "
+                                 "removal and detokenization, so they count words, not subwords)")
+    p.add_argument("--src-bin", metavar="PREFIX",
+                   help="binarized source split without .idx/.bin (e.g. data/bin/test.en-de.en) for "
+                        "--length-buckets: length = subword tokens, the dataset's sizes without </s>")
     p.add_argument("--length-buckets", action="store_true", help="BLEU by source-length bucket")
     p.add_argument("--bucket-edges", default=",".join(map(str, DEFAULT_EDGES)),
-                   help="right-closed bucket edges in source tokens (default 10,20,30,40,50: "
-                        "<=10, 11-20, ..., 41-50, >50)")
+                   help="bucket edges in source tokens, each opening a bucket (default 10,20,30,40,50: "
+                        "<10, 10-19, ..., 40-49, >=50, as the DC paper's groups)")
     p.add_argument("--bucket-metric", choices=("bleu", "tok"), default="bleu",
                    help="score per bucket: detokenized BLEU (default) or the compound-split tokenized BLEU")
     p.add_argument("--plot", metavar="PNG", help="plot the length buckets (implies --length-buckets)")
@@ -157,8 +165,9 @@ def main(argv=None):
     if args.bucket_metric == "tok" and not args.tokenized_compound_split:
         raise EvaluationError("--bucket-metric tok needs --tokenized-compound-split")
     buckets = args.length_buckets or args.plot is not None
-    if buckets and not args.src:
-        raise EvaluationError("--length-buckets needs --src (the source sentences)")
+    if buckets and bool(args.src) == bool(args.src_bin):
+        raise EvaluationError("--length-buckets needs one of --src (the source sentences) and --src-bin "
+                              "(the binarized source)")
     edges = parse_edges(args.bucket_edges) if buckets else None
     if args.seed is not None and args.seed <= 0:
         raise EvaluationError(f"--seed must be a positive integer (sacreBLEU treats 0 as unseeded), not {args.seed}")
@@ -168,8 +177,12 @@ def main(argv=None):
         raise EvaluationError(f"{args.ref}: empty reference")
     n = len(refs)
     hyps = {name: read_hypotheses(path, n, args.hyp_format) for name, path in systems.items()}
-    srcs = None
-    if buckets:
+    srcs, src_lengths = None, None
+    if buckets and args.src_bin:
+        src_lengths = binarized_lengths(args.src_bin)
+        if len(src_lengths) != n:
+            raise EvaluationError(f"{args.src_bin}: {len(src_lengths)} sentences, but the reference has {n}")
+    elif buckets:
         src_lines = read_lines(args.src)
         if is_generate_log(src_lines):
             srcs = read_generate_log(args.src, n, "S", lines=src_lines)
@@ -237,14 +250,17 @@ def main(argv=None):
                 row.update(tok_delta=t.delta, tok_p_value=t.p_value)
 
     length = None
+    unit = "subword tokens of the binarized source (without </s>)" if args.src_bin else None
     if buckets:
         if args.bucket_metric == "tok":
-            length = bleu_by_length(srcs, split, split_refs, edges, score_fn=lambda h, r: tokenized_bleu(h, r)[0])
+            length = bleu_by_length(srcs, split, split_refs, edges, score_fn=lambda h, r: tokenized_bleu(h, r)[0],
+                                    lengths=src_lengths, unit=unit)
         else:
             length = bleu_by_length(srcs, hyps, refs, edges,
-                                    score_fn=lambda h, r: detok_bleu(h, r, args.tokenize, trg_lang)[0])
+                                    score_fn=lambda h, r: detok_bleu(h, r, args.tokenize, trg_lang)[0],
+                                    lengths=src_lengths, unit=unit)
         length["metric"] = "tokenized compound-split BLEU" if args.bucket_metric == "tok" else "detokenized sacreBLEU"
-        length["src"] = args.src
+        length["src"] = args.src_bin or args.src
     position = None
     if docids is not None:
         position = bleu_by_position(hyps, refs, docids,
@@ -274,7 +290,8 @@ def main(argv=None):
               + (f" (diff from {args.baseline})" if args.baseline else ""))
         print(format_position_table(position, args.baseline))
     if length:
-        print(f"\n{length['metric']} by source length ({length['unit']} of {args.src}):")
+        print(f"\n{length['metric']} by source length ({length['unit']} of {length['src']}; "
+              f"{length['groups']} groups, closed on the left):")
         print(format_length_table(length, args.baseline))
     if args.plot:
         plot_length_buckets(length, args.plot, baseline=args.baseline,

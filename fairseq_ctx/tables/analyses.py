@@ -53,18 +53,28 @@ class Analysis(abc.ABC):
 
 
 class LengthBuckets(Analysis):
-    """BLEU by source length of the rows (ctxsan Fig. 5, DC Fig. 5, GRET Fig. 5)."""
+    """BLEU by source length of the rows (ctxsan Fig. 5, DC Fig. 5, GRET Fig. 5).
+
+    Lengths are subword tokens of the binarized source split that was
+    decoded (the dataset's sizes without ``</s>``): the DC paper's unit
+    ("fewer than ten subword tokens"); ctxsan and GRET do not name theirs, and
+    the same unit is used for them (``paper_unit`` says so in the output).
+    Not the ``S-`` lines of fairseq-generate: those are printed after BPE
+    removal and detokenization, so they count words.  Buckets are closed on
+    the left (:mod:`fairseq_ctx.evaluation.length_buckets`)."""
     name = "length buckets"
 
-    def __init__(self, rows: Optional[Sequence[str]] = None, edges=(10, 20, 30, 40, 50), figure: str = ""):
-        self.rows, self.edges, self.figure = rows, tuple(edges), figure
+    def __init__(self, rows: Optional[Sequence[str]] = None, edges=(10, 20, 30, 40, 50), figure: str = "",
+                 paper_unit: str = "subword tokens"):
+        self.rows, self.edges, self.figure, self.paper_unit = rows, tuple(edges), figure, paper_unit
 
     def rows_needed(self, table) -> List[str]:
         return []   # any scored rows will do (at least one)
 
     def run(self, run):
-        from fairseq_ctx.evaluation import (bleu_by_length, detok_bleu, format_length_table, plot_length_buckets,
-                                            read_generate_log, read_lines, tokenized_bleu, compound_split_lines)
+        from fairseq_ctx.evaluation import (binarized_lengths, bleu_by_length, detok_bleu, format_length_table,
+                                            plot_length_buckets, read_generate_log, read_lines, tokenized_bleu,
+                                            compound_split_lines)
         labels = list(self.rows or [r.label for r in run.table.rows])
         states = [run.states[label] for label in labels if run.states[label].score]
         if len(states) < 1:
@@ -73,24 +83,35 @@ class LengthBuckets(Analysis):
         ref = states[0].score["reference"]
         states = [s for s in states if s.score["reference"] == ref]
         refs = read_lines(ref)
-        srcs = read_generate_log(states[0].gen_log, len(refs), "S")
+        src_lang, tgt_lang = states[0].data_cfg.langs(run.configs)
+        subset = run.gen_subset(states[0])
+        prefix = states[0].bin_dir / f"{subset}.{src_lang}-{tgt_lang}.{src_lang}"
+        try:
+            lengths = binarized_lengths(prefix)
+        except Exception as e:  # EvaluationError, or fairseq's on a damaged file
+            raise StepFailed(f"source lengths from {prefix}: {e}")
+        if len(lengths) != len(refs):
+            raise StepFailed(f"{prefix}: {len(lengths)} sentences, but the reference {ref} has {len(refs)}")
+        unit = "subword tokens of the binarized source (without </s>)"
         hyps = {s.row.label: read_generate_log(s.gen_log, len(refs), "D") for s in states}
         tok_lang = states[0].score.get("tok_lang") if states[0].score.get("tok_bleu") is not None else None
         if tok_lang:
             split_refs = compound_split_lines(refs, tok_lang)
             split = {k: compound_split_lines(v, tok_lang) for k, v in hyps.items()}
-            res = bleu_by_length(srcs, split, split_refs, self.edges, score_fn=lambda h, r: tokenized_bleu(h, r)[0])
+            res = bleu_by_length(None, split, split_refs, self.edges, score_fn=lambda h, r: tokenized_bleu(h, r)[0],
+                                 lengths=lengths, unit=unit)
             res["metric"] = "tokenized compound-split BLEU"
         else:
-            res = bleu_by_length(srcs, hyps, refs, self.edges, score_fn=lambda h, r: detok_bleu(h, r)[0])
+            res = bleu_by_length(None, hyps, refs, self.edges, score_fn=lambda h, r: detok_bleu(h, r)[0],
+                                 lengths=lengths, unit=unit)
             res["metric"] = "detokenized sacreBLEU"
-        res["unit"] = "whitespace-separated source tokens after BPE removal (the S- lines of fairseq-generate)"
+        res.update(src=str(prefix), figure=self.figure, paper_unit=self.paper_unit)
         run.table_dir.mkdir(parents=True, exist_ok=True)
         (run.table_dir / "length_buckets.json").write_text(json.dumps(res, indent=2) + "\n")
         png = run.table_dir / "length_buckets.png"
         plot_length_buckets(res, png, baseline=base_label, title=f"{run.table.title}: {res['metric']} by source length")
-        return (f"{res['metric']} by source length ({self.figure}; {res['unit']}):\n"
-                f"{format_length_table(res, base_label)}\nplot: {png}")
+        return (f"{res['metric']} by source length ({self.figure}; {res['groups']} groups closed on the left; "
+                f"{unit}; paper's unit: {self.paper_unit}):\n{format_length_table(res, base_label)}\nplot: {png}")
 
 
 class CtxSanGates(Analysis):

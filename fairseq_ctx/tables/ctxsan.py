@@ -43,8 +43,10 @@ TABLE1 = Table(
         # the decoder rows are read out as well
         CtxSanGates(["enc global", "enc deep-global", "enc deep", "enc deep-global+deep", "dec deep-global",
                      "dec deep-global+deep", "both"]),
-        # Figure 5: 10 length groups (Tu et al. 2016): <=10, 11-20, ..., 81-90, >90
-        LengthBuckets(edges=(10, 20, 30, 40, 50, 60, 70, 80, 90), figure="Figure 5"),
+        # Figure 5: 10 length groups (Tu et al. 2016), edges and unit not given: <10, 10-19, ..., 80-89, >=90
+        # subword tokens, closed on the left as DC's groups
+        LengthBuckets(edges=(10, 20, 30, 40, 50, 60, 70, 80, 90), figure="Figure 5, 10 groups",
+                      paper_unit="not stated (ours: subword tokens)"),
     ),
 )
 

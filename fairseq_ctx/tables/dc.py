@@ -30,7 +30,9 @@ TABLE1 = Table(
         Row("Full-DC", "dc/wmt14_en_de_full_dc.args", ("Full-DC",), dict(params="about +25M", bleu="Δ+0.74")),
     ],
     analyses=(
-        LengthBuckets(edges=(10, 20, 30, 40, 50), figure="Fig. 5"),
+        # Fig. 5: "<10, 10-20, 20-30, 30-40, 40-50, and >50" subword tokens, read as closed on the left
+        # ("fewer than ten subword tokens", "greater than or equal to 20")
+        LengthBuckets(edges=(10, 20, 30, 40, 50), figure="Fig. 5, 6 groups", paper_unit="subword tokens"),
         Probing(["Transformer", "Enc-DC"]),  # Table 4
     ),
 )

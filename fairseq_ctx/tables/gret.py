@@ -39,7 +39,8 @@ TABLE1 = Table(
     notes=("Speeds are relative to En->De Transformer for every row.",),
     rows=_table1_rows(),
     analyses=(LengthBuckets(rows=["En->De Transformer", "En->De GRET"], edges=(10, 20, 30),
-                            figure="Fig. 5, 4 groups; the paper gives no edges"),),
+                            figure="Fig. 5, 4 groups; the paper gives no edges",
+                            paper_unit="not stated (ours: subword tokens)"),),
 )
 
 _ABLATIONS = [  # (row, config, capsule, aggregate, gate, params, inference, BLEU)
