@@ -15,6 +15,17 @@ binarized data and with the same model size:
   freely with the output length capped by ``--max-len-a``/``--max-len-b``;
 * peak memory (CUDA: max allocated; CPU: the process's peak RSS) and the
   number of parameters;
+* the FLOPs per token of the same training batches (forward and backward) and
+  of the same decoding batches (the whole beam search, encoder included),
+  counted by ``torch.utils.flop_counter`` on the shapes the model really runs
+  (matrix products and attention; elementwise ops are not counted), in an
+  untimed pass after the timed ones. Their ratio to the baseline's,
+  ``baseline FLOPs/token / variant FLOPs/token``, is the speed ratio the
+  variant would reach if time followed the FLOPs: its FLOP bound
+  (``train_bound``, ``decode_bound``), printed beside the measured ratio
+  (``train_ratio``, ``decode_ratio``: tokens/s against the baseline). Padding
+  that a variant computes counts as its work (a context batch padded to its
+  longest context lowers the bound);
 
 each as a ratio against plain ``transformer`` measured in the same run. Every
 variant runs in a fresh subprocess (so peak memory is its own), variants
@@ -110,6 +121,7 @@ def measure(opts):
     model.train()
     train_iter = batches("train", max_tokens=opts.max_tokens)
     tokens, elapsed = 0, 0.0
+    timed_samples = []  # kept for the FLOP count
     for step in range(opts.warmup_updates + opts.train_updates):
         try:
             sample = next(train_iter)
@@ -127,6 +139,7 @@ def measure(opts):
         if step >= opts.warmup_updates:
             elapsed += time.perf_counter() - start
             tokens += int(log["ntokens"])
+            timed_samples.append(sample)
     train_tok_s = tokens / elapsed
 
     # decoding
@@ -138,6 +151,7 @@ def measure(opts):
     gen_args = argparse.Namespace(beam=opts.beam, lenpen=1.0, unkpen=0.0, nbest=1, **lengths)
     generator = task.build_generator([model], gen_args)
     sents, gen_tokens, dec_elapsed, first = 0, 0, 0.0, True
+    decode_samples = []  # kept for the FLOP count
     with torch.no_grad():
         # Batches in a seeded random order: the first batches of the length-sorted
         # order hold only the shortest sources, whose document contexts are
@@ -153,20 +167,82 @@ def measure(opts):
             dec_elapsed += time.perf_counter() - start
             sents += len(hypos)
             gen_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos)
+            decode_samples.append(sample)
             if sents >= opts.decode_sentences:
                 break
     if device.type == "cuda":
         peak_mb = torch.cuda.max_memory_allocated() / 2 ** 20
     else:
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+    # FLOPs of the timed batches, counted after the peak memory was read (the
+    # counting passes repeat the work). Adam's step is elementwise (0 FLOPs).
+    model.train()
+    train_flops = 0
+    for sample in timed_samples:
+        def step(sample=sample):
+            with torch.autocast(device.type, dtype=dtype,
+                                enabled=dtype != torch.float32 and device.type == "cuda"):
+                loss, _, _ = criterion(model, sample)
+            loss.backward()
+        train_flops += count_flops(step)
+        optimizer.zero_grad(set_to_none=True)
+    model.eval()
+    decode_flops = 0
+    with torch.no_grad():
+        for sample in decode_samples:
+            decode_flops += count_flops(lambda sample=sample: task.inference_step(generator, [model], sample))
     return {"params": params, "train_tok_s": train_tok_s, "decode_sent_s": sents / dec_elapsed,
             "decode_tok_s": gen_tokens / dec_elapsed, "peak_mem_mb": peak_mb,
+            "train_flops_tok": train_flops / tokens, "decode_flops_tok": decode_flops / gen_tokens,
             "decoded_sentences": sents, "timed_train_tokens": tokens}
+
+
+def count_flops(fn) -> int:
+    """FLOPs of ``fn()`` (matrix products and attention), by torch's FLOP counter."""
+    import torch
+    from torch.utils import flop_counter
+
+    # torch counts the CUDA attention kernels but not the CPU one, which
+    # F.scaled_dot_product_attention (ctxsan, fairseq's attention) runs on CPU;
+    # without it attention would be free on CPU and bounds off. Same formulas
+    # as torch's for the CUDA kernels (forward 2 products, backward 5: the
+    # scores are recomputed).
+    aten = torch.ops.aten
+    cpu_fwd = aten._scaled_dot_product_flash_attention_for_cpu
+    cpu_bwd = aten._scaled_dot_product_flash_attention_for_cpu_backward
+    if cpu_fwd not in flop_counter.flop_registry:
+        @flop_counter.register_flop_formula(cpu_fwd)
+        def _cpu_sdpa(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+            return flop_counter.sdpa_flop_count(query_shape, key_shape, value_shape)
+    if cpu_bwd not in flop_counter.flop_registry:
+        @flop_counter.register_flop_formula(cpu_bwd)
+        def _cpu_sdpa_backward(grad_out_shape, query_shape, key_shape, value_shape, *args,
+                               out_shape=None, **kwargs) -> int:
+            return flop_counter.sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
+    with flop_counter.FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
 
 
 # ---------------------------------------------------------------- orchestration
 METRICS = [("params", "params"), ("train_tok_s", "train tok/s"), ("decode_sent_s", "dec sent/s"),
-           ("decode_tok_s", "dec tok/s"), ("peak_mem_mb", "peak MB")]
+           ("decode_tok_s", "dec tok/s"), ("peak_mem_mb", "peak MB"),
+           ("train_flops_tok", "train FLOP/tok"), ("decode_flops_tok", "dec FLOP/tok")]
+# measured speed ratio -> its FLOP bound (the variant's speed if time followed the FLOPs)
+BOUNDS = [("train_ratio", "train_tok_s", "train_bound", "train_flops_tok"),
+          ("decode_ratio", "decode_tok_s", "decode_bound", "decode_flops_tok")]
+
+
+def add_bounds(results, runs, baseline="transformer"):
+    """``train_ratio``/``decode_ratio`` (tokens/s against the baseline) and
+    ``train_bound``/``decode_bound`` (baseline FLOPs per token over the
+    variant's), medians of per-round pairs like every other ratio."""
+    base_runs = runs[baseline]
+    for label, res in results.items():
+        for ratio_key, speed_key, bound_key, flops_key in BOUNDS:
+            res[ratio_key] = res[speed_key + "_ratio"]
+            res[bound_key] = statistics.median(b[flops_key] / r[flops_key] for r, b in zip(runs[label], base_runs))
 
 
 def run_child(opts, label, arch, flags):
@@ -241,8 +317,10 @@ def main():
     for label, res in results.items():
         for key, _ in METRICS:
             res[key + "_ratio"] = statistics.median(r[key] / b[key] for r, b in zip(runs[label], base_runs))
+    add_bounds(results, runs)
 
-    header = f"{'variant':<28}" + "".join(f"{name:>22}" for _, name in METRICS)
+    header = f"{'variant':<28}" + "".join(f"{name:>22}" for _, name in METRICS) \
+        + "".join(f"{name:>26}" for name in ("train ratio / bound", "dec ratio / bound"))
     print(f"\nsize={opts.size} device={opts.device} precision={opts.precision} "
           f"max_tokens={opts.max_tokens} beam={opts.beam} repeats={opts.repeats} (value, ratio to transformer)")
     print(header)
@@ -250,8 +328,11 @@ def main():
     for label, res in results.items():
         cells = []
         for key, _ in METRICS:
-            value = f"{res[key] / 1e6:.2f}M" if key == "params" else f"{res[key]:.1f}"
+            value = f"{res[key] / 1e6:.2f}M" if key in ("params", "train_flops_tok", "decode_flops_tok") \
+                else f"{res[key]:.1f}"
             cells.append(f"{value + ' (' + format(res[key + '_ratio'], '.2f') + 'x)':>22}")
+        for ratio_key, _, bound_key, _ in BOUNDS:
+            cells.append(f"{format(res[ratio_key], '.2f') + 'x / ' + format(res[bound_key], '.2f') + 'x':>26}")
         print(f"{label:<28}" + "".join(cells))
     if opts.json:
         with open(opts.json, "w") as f:

@@ -1,12 +1,23 @@
-"""scripts/benchmark.py runs end to end and reports ratios against transformer."""
+"""scripts/benchmark.py runs end to end and reports ratios against transformer,
+each speed ratio beside its FLOP bound."""
+import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 
 import pytest
+import torch
 
-from tests.utils import REPO, make_parallel_data, preprocess
+from tests.utils import REPO, build_model, make_parallel_data, preprocess
+
+
+def _benchmark_module():
+    spec = importlib.util.spec_from_file_location("benchmark_script", os.path.join(REPO, "scripts", "benchmark.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_benchmark_reports_ratios(tmp_path):
@@ -21,11 +32,20 @@ def test_benchmark_reports_ratios(tmp_path):
     assert "wide-ffn" in proc.stdout and "(1.00x)" in proc.stdout
     results = json.loads(out.read_text())["results"]
     assert set(results) == {"transformer", "wide-ffn"}
-    for key in ("params", "train_tok_s", "decode_sent_s", "decode_tok_s", "peak_mem_mb"):
+    for key in ("params", "train_tok_s", "decode_sent_s", "decode_tok_s", "peak_mem_mb",
+                "train_flops_tok", "decode_flops_tok"):
         assert results["transformer"][key + "_ratio"] == 1.0
         assert math.isfinite(results["wide-ffn"][key]) and results["wide-ffn"][key] > 0
     # A wider feed-forward layer has more parameters: the count is real, not copied.
     assert results["wide-ffn"]["params_ratio"] > 1.0
+    # each measured speed ratio with its FLOP bound beside it
+    for key in ("train_ratio", "train_bound", "decode_ratio", "decode_bound"):
+        assert results["transformer"][key] == 1.0
+    assert results["wide-ffn"]["train_ratio"] == results["wide-ffn"]["train_tok_s_ratio"]
+    assert results["wide-ffn"]["decode_ratio"] == results["wide-ffn"]["decode_tok_s_ratio"]
+    # the wider encoder FFN costs FLOPs in training and in decoding (encoder once per sentence)
+    assert 0.5 < results["wide-ffn"]["train_bound"] < 1.0 and 0.5 < results["wide-ffn"]["decode_bound"] < 1.0
+    assert "train ratio / bound" in proc.stdout and "1.00x / 1.00x" in proc.stdout
     # Fixed-length decoding (default 30 tokens): every variant generates the
     # same number of tokens per sentence, so speed ratios compare like with like.
     for res in results.values():
@@ -36,3 +56,58 @@ def test_benchmark_rejects_missing_data(tmp_path):
     proc = subprocess.run([sys.executable, "scripts/benchmark.py", str(tmp_path / "nope")], cwd=REPO,
                           capture_output=True, text=True)
     assert proc.returncode != 0 and "data directory not found" in proc.stderr
+
+
+def test_flop_bound_of_a_context_model_matches_a_hand_count():
+    """ctxsan, encoder side, global context, both Q and K (n = 2), tiny dims:
+    per encoder layer, beyond the plain transformer's products, the forward
+    pass has the n gate-logit columns of the fused Q/K/V projection
+    (2*N*d*n), folding V^H and V^C into the projections (2 * 2*n*d*d), and
+    the context projection of one mean per sentence (2*B*d*(n*d + n)); the
+    backward pass computes both gradients of each, twice the forward. The
+    counter also counts attention on CPU (the same for both models)."""
+    bench = _benchmark_module()
+    torch.manual_seed(0)
+    flags = ["--dropout", "0"]
+    plain = build_model("transformer", flags + ["--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
+                                                "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
+                                                "--encoder-layers", "2", "--decoder-layers", "2",
+                                                "--encoder-attention-heads", "2", "--decoder-attention-heads", "2"])
+    ctxsan = build_model("transformer_ctxsan_tiny", flags + ["--ctxsan-side", "encoder", "--ctxsan-context", "global"])
+    d, layers, n = 16, 2, 2
+    dic = plain.encoder.dictionary
+    B, S, T = 3, 7, 5
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(dic.nspecial, len(dic), (B, S), generator=g)
+    prev = torch.randint(dic.nspecial, len(dic), (B, T), generator=g)
+
+    def flops(model):
+        model.train()
+
+        def step():
+            model(src, torch.full((B,), S), prev)[0].sum().backward()
+        return bench.count_flops(step)
+
+    base_flops, ctx_flops = flops(plain), flops(ctxsan)
+    N = B * S
+    forward = 2 * N * d * n + 2 * (2 * n * d * d) + 2 * B * d * (n * d + n)
+    assert ctx_flops - base_flops == layers * 3 * forward
+    # attention is counted on CPU, with torch's formulas for the fused kernels:
+    # 2 products forward (q k^T, a v), 5 backward (the scores recomputed, 4 gradients)
+    q = torch.randn(B, 2, S, 8, requires_grad=True)
+    attention = bench.count_flops(
+        lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward())
+    assert attention == (2 + 5) * (2 * B * 2 * S * S * 8)
+
+    # the bound from per-round pairs, as the script reports it
+    tokens = B * T
+    runs = {"transformer": [{"train_tok_s": 10.0, "decode_tok_s": 5.0, "train_flops_tok": base_flops / tokens,
+                             "decode_flops_tok": 1.0}],
+            "ctxsan": [{"train_tok_s": 9.0, "decode_tok_s": 5.0, "train_flops_tok": ctx_flops / tokens,
+                        "decode_flops_tok": 1.0}]}
+    results = {label: {"train_tok_s_ratio": r[0]["train_tok_s"] / 10.0, "decode_tok_s_ratio": 1.0}
+               for label, r in runs.items()}
+    bench.add_bounds(results, runs)
+    assert results["transformer"]["train_bound"] == 1.0
+    assert results["ctxsan"]["train_bound"] == pytest.approx(base_flops / (base_flops + layers * 3 * forward))
+    assert results["ctxsan"]["train_ratio"] == pytest.approx(0.9)
