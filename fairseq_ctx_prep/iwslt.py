@@ -11,13 +11,21 @@ from typing import Dict, List
 from .archives import stanford_envi, wit3_archive
 from .pipeline import Command, Corpus, Spec
 
+# train: the DC paper's sizes (section 4.1). expected: published sizes of
+# the valid/test sets, only where we found one: En-Vi tst2012 1553 (the DC
+# paper; stefan-it/nmt-en-vi README: dev 1,553, test 1,268, train 133,317).
+# No published size of the WIT3 es-en/ro-en/fr-en sets was found: not checked.
 IWSLT_PAIRS = {
-    "es-en": {"release": "2014", "vocab": 34000,
+    "es-en": {"release": "2014", "vocab": 34000, "train": "183k pairs (DC)",
               "valid": ["tst2010", "tst2011", "tst2012", "dev2010"], "test": ["tst2014"]},
-    "ro-en": {"release": "2014", "vocab": 32000,
+    "ro-en": {"release": "2014", "vocab": 32000, "train": "182k pairs (DC)",
               "valid": ["tst2010", "tst2011", "tst2012", "dev2010"], "test": ["tst2014"]},
-    "fr-en": {"release": "2015", "vocab": 31000, "valid": ["tst2013"], "test": ["tst2014", "tst2015"]},
-    "en-vi": {"release": "stanford", "vocab": 21000, "valid": ["tst2012"], "test": ["tst2013"]},
+    "fr-en": {"release": "2015", "vocab": 31000, "train": "207k pairs (DC)",
+              "valid": ["tst2013"], "test": ["tst2014", "tst2015"]},
+    "en-vi": {"release": "stanford", "vocab": 21000, "train": "133k pairs (DC)",
+              "valid": ["tst2012"], "test": ["tst2013"],
+              "expected": {"valid": (1553, "tst2012 of the Stanford En-Vi release"),
+                           "test": (1268, "tst2013 of the Stanford En-Vi release")}},
 }
 
 
@@ -34,7 +42,9 @@ def make_spec(args: argparse.Namespace) -> Spec:
       matched by talk and segment id.
     * en-vi: the IWSLT15 En-Vi files of Luong & Manning (Stanford; 133k
       train, tst2012 valid, tst2013 test: the DC paper's sizes), already
-      Moses-tokenized: only their escaping is undone.
+      Moses-tokenized and Moses-escaped (``&apos;``, ``&quot;``, ``&amp;``):
+      the escaping is undone when the text is read, so ``text/`` (the BLEU
+      references) holds the real characters; no tokenizer.
     """
     pair = args.pair
     conf = IWSLT_PAIRS[pair]
@@ -42,11 +52,11 @@ def make_spec(args: argparse.Namespace) -> Spec:
     splits: Dict[str, List[Corpus]] = {}
     if conf["release"] == "stanford":
         def files(split):
-            return Corpus("plain", (stanford_envi(f"{split}.{src}"), None),
+            return Corpus("unescape", (stanford_envi(f"{split}.{src}"), None),
                           (stanford_envi(f"{split}.{tgt}"), None))
         splits = {"train": [files("train")], "valid": [files(s) for s in conf["valid"]],
                   "test": [files(s) for s in conf["test"]]}
-        tok = {l: ("unescape",) for l in (src, tgt)}
+        tok = {l: ("plain",) for l in (src, tgt)}   # escaping already undone in text/
     else:
         year = conf["release"]
         yy = year[2:]
@@ -82,7 +92,8 @@ def make_spec(args: argparse.Namespace) -> Spec:
     return Spec(
         name=f"iwslt-{pair}", src=src, tgt=tgt, splits=splits, tok=tok,
         subword={"joint": ("spm", vocab, 1.0)}, joined_dictionary=True,
-        clean_ratio=args.clean_ratio, settings={"pair": pair})
+        clean_ratio=args.clean_ratio, settings={"pair": pair},
+        expected=conf.get("expected", {}), paper_train=conf["train"])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -30,7 +30,10 @@ def make_spec(args: argparse.Namespace) -> Spec:
         name="opensubtitles-en-ru", src="en", tgt="ru", splits=splits,
         tok={"en": ("plain",), "ru": ("plain",)},
         subword={"joint": ("bpe", args.merges)}, joined_dictionary=False,
-        clean_ratio=args.clean_ratio, docids=True)
+        clean_ratio=args.clean_ratio, docids=True,
+        # the repository's README ("Training data") gives 1.5m for the
+        # context_aware (CADec) data and no dev/test sizes: nothing checked
+        paper_train="1.5m for context_aware (Voita et al. 2019 README); the 2018 paper: about 2M instances")
 
 
 COMMAND = Command("opensubtitles-en-ru", "OpenSubtitles2018 En-Ru (Voita et al.)",

@@ -42,10 +42,11 @@ from .archives import ARCHIVES
 from .download import Fetcher, Need, mirror_prefix
 from .files import (SPLITS, Log, Markers, PrepError, count_lines, fresh_dir, idx_length,
                     iter_lines, publish_dir, run_logged)
-from .text import iwslt_train_pair, keep_pair, map_file, plain_pairs, sgml_pairs, split_group
+from .text import (iwslt_train_pair, keep_pair, map_file, moses_unescape, plain_pairs, sgml_pairs,
+                   split_group)
 
 # Bump when the output of a step changes, so old markers no longer match.
-PIPELINE_VERSION = 1
+PIPELINE_VERSION = 2   # 2: En-Vi unescaped in text/, split sizes checked
 
 log = Log("prepare")
 
@@ -72,6 +73,12 @@ class Spec:
     docids: bool = False                      # write {split}.{src}-{tgt}.docids
     extra_train: List[Tuple[Path, Path]] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
+    # valid/test -> (published number of sentence pairs, where it is published):
+    # a built split of another size stops the run (check_sizes)
+    expected: Dict[str, Tuple[int, str]] = field(default_factory=dict)
+    # the training size the paper(s) report, printed beside ours (never checked:
+    # cleaning and corpus versions move it)
+    paper_train: str = ""
 
 
 def need(archive_key_or_archive, member: Optional[str]) -> Need:
@@ -97,6 +104,12 @@ def _corpus_pairs(corpus: Corpus, paths) -> Iterator[Tuple[str, str, Optional[st
             yield a, b, None
     elif corpus.kind == "sgml":
         yield from sgml_pairs(s, t)
+    elif corpus.kind == "unescape":
+        # Moses-escaped releases (Stanford En-Vi): undone here, in text/, so
+        # that text/{valid,test}.* (sacreBLEU's references) hold the real
+        # characters, and never again later (that would unescape "&amp;apos;" twice)
+        for a, b in plain_pairs(s, t):
+            yield moses_unescape(a), moses_unescape(b), None
     elif corpus.kind == "iwslt-train":
         for a, b in plain_pairs(s, t):
             pair = iwslt_train_pair(a, b)
@@ -113,7 +126,24 @@ def _corpus_pairs(corpus: Corpus, paths) -> Iterator[Tuple[str, str, Optional[st
         raise ValueError(corpus.kind)
 
 
-def step_text(dest: Path, spec: Spec, fetcher: Fetcher) -> dict:
+def check_sizes(spec: Spec, counts: Dict[str, int], skip: bool) -> None:
+    """Stop (one line) when a built valid/test split does not have the
+    published number of sentence pairs: a truncated download, a wrong
+    archive member or a misaligned SGML file would otherwise give BLEU on
+    another test set than the paper's."""
+    for split, (published, where) in spec.expected.items():
+        if split in counts and counts[split] != published and not skip:
+            raise PrepError(f"{split} has {counts[split]} sentence pairs, but {where} has "
+                            f"{published} (published size); check the raw files, or pass "
+                            "--skip-size-check to build a subset on purpose")
+
+
+def describe_sizes(spec: Spec) -> str:
+    checked = ", ".join(f"{split} {n} ({where})" for split, (n, where) in spec.expected.items())
+    return "expected " + (checked or "valid/test sizes: none published that we found, not checked")
+
+
+def step_text(dest: Path, spec: Spec, fetcher: Fetcher, skip_size_check: bool = False) -> dict:
     needs = [n for corpora in spec.splits.values() for c in corpora for n in (c.src, c.tgt)]
     paths = fetcher.fetch(needs)
     tmp, counts = fresh_dir(dest / "text"), {}
@@ -137,7 +167,9 @@ def step_text(dest: Path, spec: Spec, fetcher: Fetcher) -> dict:
         if n == 0:
             raise PrepError(f"no {split} sentence pairs were read")
         counts[split] = n
-        log(f"text: {split} {n} sentence pairs")
+        log(f"text: {split} {n} sentence pairs"
+            + (f" (the paper: {spec.paper_train})" if split == "train" and spec.paper_train else ""))
+    check_sizes(spec, counts, skip_size_check)   # before publishing: no marker on a mismatch
     publish_dir(tmp, dest / "text")
     return counts
 
@@ -225,7 +257,8 @@ def step_clean(dest: Path, spec: Spec, args) -> dict:
         raise PrepError(f"cleaning kept no training pair of {total} (check --min-len, "
                         "--max-len, --clean-ratio)")
     publish_dir(tmp, dest / "final")
-    log(f"clean: kept {kept} of {total} training pairs")
+    log(f"clean: kept {kept} of {total} training pairs"
+        + (f" (the paper: {spec.paper_train})" if spec.paper_train else ""))
     return {"train_before_clean": total, "train": kept}
 
 
@@ -346,6 +379,9 @@ def add_common_arguments(p: argparse.ArgumentParser, dest: str, merges: Optional
                    help="processes for tokenization, subwords and fairseq-preprocess")
     p.add_argument("--skip-checksums", action="store_true",
                    help="do not compare archives with their published md5 sums")
+    p.add_argument("--skip-size-check", action="store_true",
+                   help="build valid/test even when their number of sentence pairs differs "
+                        "from the published one (default: stop)")
     p.add_argument("--force", action="store_true", help="redo every step (downloads are kept)")
 
 
@@ -380,7 +416,8 @@ def run_pipeline(command: Command, args: argparse.Namespace) -> dict:
     settings: dict = {"dataset": spec.name, "version": PIPELINE_VERSION, **spec.settings,
                       "extra_train": [str(p) for p, _ in spec.extra_train]}
     steps = [
-        ("text", "text", {}, lambda: stats.update(text=step_text(dest, spec, fetcher))),
+        ("text", "text", {}, lambda: stats.update(text=step_text(dest, spec, fetcher,
+                                                                  args.skip_size_check))),
         ("tok", "tok", {"tok": {k: list(v) for k, v in spec.tok.items()}},
          lambda: step_tok(dest, spec, args.workers)),
         ("subword", "subword", {"subword": {k: list(v) for k, v in spec.subword.items()}},
@@ -391,12 +428,18 @@ def run_pipeline(command: Command, args: argparse.Namespace) -> dict:
         ("binarize", "bin", {"joined_dictionary": spec.joined_dictionary},
          lambda: step_binarize(dest, spec, args.workers)),
     ]
+    log(describe_sizes(spec))
     markers.run(steps, settings, dest, log)
     stats["final"] = verify_counts(dest, spec)
+    # again on the finished data: a re-run that skipped the text step (built
+    # earlier with --skip-size-check) must not pass silently
+    check_sizes(spec, stats["final"], args.skip_size_check)
+    stats["paper_train"] = spec.paper_train
     stats["languages"] = [spec.src, spec.tgt]
     tmp = stats_path.with_name("stats.json.tmp")
     tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     tmp.replace(stats_path)
     log("done: " + ", ".join(f"{s} {n} pairs" for s, n in stats["final"].items())
-        + f" in {dest / 'bin'} ({time.time() - start:.0f} s)")
+        + f" in {dest / 'bin'} ({time.time() - start:.0f} s)"
+        + (f"; the paper's train: {spec.paper_train}" if spec.paper_train else ""))
     return stats

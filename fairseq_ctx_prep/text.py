@@ -173,16 +173,13 @@ _PROCESS: Optional[Callable[[List[str]], List[str]]] = None
 
 def make_processor(job: tuple) -> Callable[[List[str]], List[str]]:
     """A function from a list of lines to processed lines. Jobs:
-    ``("plain",)`` clean_line only; ``("unescape",)`` also undo Moses
-    escaping; ``("moses", lang, aggressive)`` Moses normalize-punctuation
+    ``("plain",)`` clean_line only; ``("moses", lang, aggressive)`` Moses normalize-punctuation
     (+ remove-non-printing-char) and tokenizer (escaping off; ``aggressive``
     = tokenizer.perl -a); ``("bpe", codes)`` subword-nmt; ``("spm", model)``
     sentencepiece pieces."""
     kind = job[0]
     if kind == "plain":
         return lambda lines: [clean_line(x) for x in lines]
-    if kind == "unescape":
-        return lambda lines: [clean_line(moses_unescape(x)) for x in lines]
     if kind == "moses":
         from sacremoses import MosesPunctNormalizer, MosesTokenizer
         lang, aggressive = job[1], job[2]

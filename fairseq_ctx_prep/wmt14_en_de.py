@@ -38,7 +38,11 @@ def make_spec(args: argparse.Namespace) -> Spec:
         tok={l: ("moses", l, True) for l in (src, tgt)},
         subword={"joint": ("bpe", args.merges)}, joined_dictionary=True,
         clean_ratio=args.clean_ratio,
-        settings={"news_commentary": args.news_commentary})
+        settings={"news_commentary": args.news_commentary},
+        # sizes as listed by huggingface/datasets datasets/wmt14 (README, splits
+        # table: validation 3000 = newstest2013, test 3003 = newstest2014 full)
+        expected={"valid": (3000, "newstest2013"), "test": (3003, "newstest2014 (full)")},
+        paper_train="about 4.5M pairs (Vaswani et al. 2017; DC; GRET), 4.56M (ctxsan)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -42,7 +42,10 @@ def make_spec(args: argparse.Namespace) -> Spec:
         tok={"zh": ("plain",), "en": ("moses", "en", True)},
         subword={"zh": ("spm", args.zh_vocab_size, 0.9995), "en": ("bpe", args.merges)},
         joined_dictionary=False, clean_ratio=args.clean_ratio,
-        settings={"corpora": corpora})
+        settings={"corpora": corpora},
+        # GRET (Weng et al. 2020, Sect. 3.1 "Data-sets"): newsdev2017 2002, newstest2017 2001
+        expected={"valid": (2002, "newsdev2017"), "test": (2001, "newstest2017")},
+        paper_train="about 20.62M pairs (ctxsan, all of WMT17 incl. CWMT), about 7.5M (GRET)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -294,7 +294,7 @@ def test_wmt14_en_de(tmp_path):
     assert not list((dest / "orig").glob("*.part"))
 
     args = ["--mirror", mirror, "--dest", dest, "--direction", "de-en", "--merges", "60",
-            "--workers", "2", "--skip-checksums"]
+            "--workers", "2", "--skip-checksums", "--skip-size-check"]
     run_script("wmt14-en-de", *args)
     stats = check_outputs(dest, "de", "en", 8, 7)
     assert stats["text"]["train"] == 70 and 60 <= stats["clean"]["train"] < 70
@@ -320,8 +320,11 @@ def test_wmt17_zh_en(tmp_path):
         write(raw / folder / f"{name}-zhen-ref.en.sgm", sgm("ref", "en", docs_of([e for e, _ in data])))
     dest = tmp_path / "out"
     args = ["--from", raw, "--dest", dest, "--corpora", "nc-v12", "--extra-train", raw / "cwmt/part",
-            "--merges", "40", "--zh-vocab-size", "60", "--workers", "1"]
-    run_script("wmt17-zh-en", *args)
+            "--merges", "40", "--zh-vocab-size", "60", "--workers", "1", "--skip-size-check"]
+    out = run_script("wmt17-zh-en", *args).stdout
+    # the published sizes are announced, the training count printed beside the papers'
+    assert "expected valid 2002 (newsdev2017), test 2001 (newstest2017)" in out, out
+    assert "clean: kept" in out and "20.62M" in out and "7.5M" in out
     stats = check_outputs(dest, "zh", "en", 6, 5)
     assert stats["text"]["train"] == 55
     assert (dest / "subword" / "zh.model").is_file() and (dest / "subword" / "en.codes").is_file()
@@ -354,6 +357,12 @@ def test_wmt16_ro_en(tmp_path):
                                 "test/newstest2016-roen-ref.en.sgm": sgm("ref", "en", docs_of([e for e, _ in test]))})
     dest = tmp_path / "out"
     args = ["--from", raw, "--dest", dest, "--merges", "50", "--workers", "1", "--skip-checksums"]
+    # newsdev2016 has 1999 sentences, not 6: one line, no marker
+    proc = run_script("wmt16-ro-en", *args, check=False)
+    assert_one_line_error(proc, "valid has 6 sentence pairs", "newsdev2016 has 1999",
+                          "--skip-size-check")
+    assert no_markers(dest)
+    args.append("--skip-size-check")
     run_script("wmt16-ro-en", *args)
     check_outputs(dest, "ro", "en", 6, 6)
     first = (dest / "tok" / "train.ro").read_text().splitlines()[0]
@@ -426,14 +435,32 @@ def test_iwslt(tmp_path, pair):
         args = ["--from", raw]
         valid, test = 6, 7 + 5
     else:
-        esc = [(e.replace(",", " ,").replace("'", " &apos;"), v.replace("„", "&quot; ")) for e, v in train]
-        for name, data in (("train", esc), ("tst2012", sets["tst2012"]), ("tst2013", sets["tst2013"])):
-            write(raw / "iwslt15.en-vi" / f"{name}.en", lines(e for e, _ in data))
-            write(raw / "iwslt15.en-vi" / f"{name}.vi", lines(v for _, v in data))
+        # Stanford files are Moses-tokenized and Moses-escaped, on every split
+        def escape(data):
+            return [(e.replace(",", " ,") + " it &apos;s &quot;x&quot; &amp; y &amp;apos;",
+                     v.replace("„", "&quot; ") + " &apos;") for e, v in data]
+        for name, data in (("train", train), ("tst2012", sets["tst2012"]), ("tst2013", sets["tst2013"])):
+            write(raw / "iwslt15.en-vi" / f"{name}.en", lines(e for e, _ in escape(data)))
+            write(raw / "iwslt15.en-vi" / f"{name}.vi", lines(v for _, v in escape(data)))
         args = ["--mirror", raw]
         valid, test = 5, 6
+        # tst2012/tst2013 are 1553/1268 sentences in the release: one line, no marker
+        proc = run_script("iwslt", *args, "--pair", pair, "--dest", tmp_path / "sizes", "--vocab-size",
+                          "70", "--workers", "1", check=False)
+        assert_one_line_error(proc, "valid has 5 sentence pairs", "tst2012", "has 1553")
+        assert no_markers(tmp_path / "sizes")
+        args.append("--skip-size-check")
     args += ["--pair", pair, "--dest", dest, "--vocab-size", "70", "--workers", "1"]
     run_script("iwslt", *args)
+    if pair == "en-vi":
+        # escapes undone exactly once, in text/ (the BLEU references), on every
+        # split: "&amp;apos;" (an escaped literal "&apos;") stays "&apos;" in tok/ too
+        for split in files.SPLITS:
+            for step in ("text", "tok"):
+                en = (dest / step / f"{split}.en").read_text().splitlines()
+                vi = (dest / step / f"{split}.vi").read_text().splitlines()
+                assert all(l.endswith(' it \'s "x" & y &apos;') for l in en), (step, split, en[0])
+                assert all(l.endswith(" '") and "&" not in l for l in vi), (step, split, vi[0])
     stats = check_outputs(dest, src, tgt, valid, test)
     final = (dest / "final" / f"train.{src}").read_text()
     assert "▁" in final and "&apos;" not in final and "&quot;" not in final
