@@ -439,3 +439,47 @@ def test_gate_analysis_script(data_bin, trained, tmp_path):
     first = tokens[0]
     n = len(first["tokens"])
     assert len(first["encoder"]["lambda_q"]) == 2 and len(first["encoder"]["lambda_q"][0]) == n
+
+
+def test_gate_means_equal_a_hand_computation_without_padding(data_bin, trained, tmp_path):
+    """gates.json's per-layer means are taken over padded batches (several
+    sentences a batch, sources left-padded, targets right-padded); here the
+    same checkpoint runs one sentence at a time (no padding at all) and the
+    mean is summed by hand over every position. Guards the padding mask and
+    the counts (tried: the encoder's ``keep`` mask made all-True fails on the
+    count, 144 vs 84; summing ``lam`` instead of ``lam[keep]`` fails on the
+    mean, 0.858 vs 0.500; 0 < lambda < 1 above passes both)."""
+    from fairseq_ctx.analysis import ctxsan_gates
+    from fairseq_ctx.cli import load_checkpoint
+
+    out = tmp_path / "gates"
+    ctxsan_gates.main([str(data_bin), "--path", str(trained["both"]), "--gen-subset", "valid", "--out", str(out),
+                       "--max-tokens", "500", "--cpu"])
+    summary = json.loads((out / "gates.json").read_text())["models"][0]
+
+    model, task, _ = load_checkpoint(str(trained["both"]), str(data_bin), "cpu")
+    attentions = model.ctxsan_attentions()
+    for mods in attentions.values():
+        for att in mods:
+            att.keep_gates = True
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    sums = {side: [[0.0, 0.0] for _ in mods] for side, mods in attentions.items()}
+    positions = {side: 0 for side in attentions}
+    for i in range(len(dataset)):
+        sample = dataset.collater([dataset[i]])
+        with torch.no_grad():
+            model(**sample["net_input"])
+        positions["encoder"] += sample["net_input"]["src_tokens"].numel()  # one sentence: no padding
+        positions["decoder"] += sample["net_input"]["prev_output_tokens"].numel()
+        for side, mods in attentions.items():
+            for li, att in enumerate(mods):
+                for si, s in enumerate(("q", "k")):
+                    sums[side][li][si] += float(att.last_gates[s].double().sum())
+    lengths = [len(dataset[i]["source"]) for i in range(len(dataset))]
+    assert len(set(lengths)) > 1  # sentences of several lengths: the script's batches hold pads
+    for side in ("encoder", "decoder"):
+        for li, row in enumerate(summary["sides"][side]):
+            assert row["positions"] == positions[side]
+            for si, s in enumerate(("q", "k")):
+                assert row[f"lambda_{s}"] == pytest.approx(sums[side][li][si] / positions[side], rel=1e-5, abs=0)

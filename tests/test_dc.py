@@ -273,6 +273,72 @@ def test_alpha_readout_and_js():
     assert "dc_alpha" not in model.encoder(src, src.ne(1).sum(1))
 
 
+def test_eq10_head_reductions_on_a_hand_made_example():
+    """Two heads, one query, three keys: max = [.5, .3, .8] / 1.6; peak = the
+    head whose top weight (.8) beats the other's (.5), whole. (Tried: max
+    without renormalising, and peak taking argmax over keys' sums instead of
+    peaks, i.e. ``.sum(-1)`` for ``.max(-1).values`` -- both fail here.)"""
+    from fairseq_ctx.analysis.dc_divergence import head_peak_distribution, reduce_heads
+
+    alpha = torch.tensor([[[[0.5, 0.3, 0.2]], [[0.1, 0.1, 0.8]]]], dtype=torch.float64)  # B1 x H2 x T1 x S3
+    assert torch.allclose(reduce_heads(alpha, "max"), torch.tensor([[[0.3125, 0.1875, 0.5]]], dtype=torch.float64))
+    assert torch.equal(head_peak_distribution(alpha), torch.tensor([[[0.1, 0.1, 0.8]]], dtype=torch.float64))
+    # a head with a lower peak but a larger spread loses: peak reads the top weight, not the sum
+    alpha2 = torch.tensor([[[[0.45, 0.45, 0.1]], [[0.6, 0.2, 0.2]]]], dtype=torch.float64)
+    assert torch.equal(reduce_heads(alpha2, "peak"), torch.tensor([[[0.6, 0.2, 0.2]]], dtype=torch.float64))
+    with pytest.raises(ValueError, match="head reduction"):
+        reduce_heads(alpha, "mean")
+
+
+def _literal_js_sum(alpha, mask, how):
+    """Eq. 10-12 written out with loops and math.log over one batch:
+    sum over real query tokens of JS(alpha_g || alpha_l)."""
+    B, _, H, T, S = alpha.shape
+    total = 0.0
+    for b in range(B):
+        for t in range(T):
+            if not mask[b][t]:
+                continue
+            dists = []
+            for side in (0, 1):  # alpha_l, alpha_g
+                rows = [[float(alpha[b, side, h, t, k]) for k in range(S)] for h in range(H)]
+                if how == "max":
+                    m = [max(rows[h][k] for h in range(H)) for k in range(S)]
+                    dists.append([v / sum(m) for v in m])
+                else:
+                    best = max(range(H), key=lambda h: (max(rows[h]), -h))
+                    dists.append(rows[best])
+            p_l, p_g = dists
+            mid = [(x + y) / 2 for x, y in zip(p_g, p_l)]
+            kl = lambda p, q: sum(x * math.log(x / y) for x, y in zip(p, q) if x > 0)  # noqa: E731
+            total += 0.5 * kl(p_g, mid) + 0.5 * kl(p_l, mid)
+    return total
+
+
+@pytest.mark.parametrize("how", ["max", "peak"])
+def test_layer_divergences_equal_a_literal_computation_over_real_tokens(how):
+    """Per-token masking and the head reduction against loops: two sentences,
+    the second left-padded by two; padded queries carry distributions too (as
+    in the model), so counting them would change the sum. (Tried: ``(dv *
+    mask).sum()`` -> ``dv.sum()`` fails; ``int(src_mask.sum())`` ->
+    ``src_mask.numel()`` fails.)"""
+    from fairseq_ctx.analysis.dc_divergence import layer_divergences
+
+    g = torch.Generator().manual_seed(3)
+    T = 5
+    mask = torch.tensor([[True] * T, [False, False] + [True] * (T - 2)])
+    key_mask = mask[:, None, None, None, :]  # pads get no weight as keys
+    alphas = []
+    for _ in range(2):  # two DC layers
+        logits = torch.randn(2, 2, 3, T, T, generator=g, dtype=torch.float64) * 2
+        alphas.append(logits.masked_fill(~key_mask, float("-inf")).softmax(-1))
+    sums, n = layer_divergences(alphas, mask, how)
+    assert n == 2 * T - 2
+    for got, alpha in zip(sums, alphas):
+        assert got == pytest.approx(_literal_js_sum(alpha, mask.tolist(), how), rel=1e-9)
+    assert sums[0] != pytest.approx(_literal_js_sum(alphas[0], [[True] * T] * 2, how), rel=1e-6)  # pads matter
+
+
 # ---------------------------------------------------------------------------
 # training-recipe configs
 # ---------------------------------------------------------------------------

@@ -4,10 +4,19 @@ Eq. 10-13, Figure 4).
 
 For every DC encoder layer l and every real (non-pad) source token t:
 
-* Eq. 10: alpha_g, alpha_l are reduced over the n_h heads by an element-wise
-  maximum ("the attention head with the maximum weight distribution"),
-  renormalised over the keys so that each is a distribution again (the paper
-  does not say; without it the JS divergence is undefined).
+* Eq. 10: alpha_g, alpha_l are reduced over the n_h heads to one
+  distribution per query ("the attention head with the maximum weight
+  distribution"). The paper leaves the reduction open; two readings, chosen
+  with ``--head-reduction``:
+
+  - ``max`` (default): the element-wise maximum over heads, renormalised over
+    the keys so that it is a distribution again (without renormalising the
+    JS divergence is undefined). It keeps every head's strongest key, so it
+    reads "maximum weight distribution" as a maximum of weights, and it is
+    the reading the earlier results of this tool used.
+  - ``peak``: for each query, the one head whose largest weight is highest,
+    taken whole (already a distribution; no renormalisation). It reads the
+    phrase as a choice of head.
 * Eq. 11-12: dv = JS(alpha_g || alpha_l) = KL(alpha_g || m)/2 + KL(alpha_l || m)/2,
   m = (alpha_g + alpha_l)/2, natural logarithm (so 0 <= dv <= ln 2), over the
   real source positions only.
@@ -24,7 +33,7 @@ not as an ensemble. Writes ``OUT/dc_divergence.json`` and
 Usage::
 
     python3 -m fairseq_ctx.analysis.dc_divergence --path CKPT DATA-BIN \\
-        --gen-subset valid --out DIR [--max-tokens 4000] [--limit N] [--cpu]
+        --gen-subset valid --out DIR [--head-reduction max|peak] [--max-tokens 4000] [--limit N] [--cpu]
 """
 import json
 import logging
@@ -40,11 +49,34 @@ from fairseq_ctx.cli import setup_logging
 logger = logging.getLogger("fairseq_ctx.analysis.dc_divergence")
 
 
+HEAD_REDUCTIONS = {
+    "max": "element-wise max over heads, renormalised over keys (Eq. 10)",
+    "peak": "per query, the head with the highest peak weight, taken whole (Eq. 10)",
+}
+
+
 def head_max_distribution(alpha: torch.Tensor) -> torch.Tensor:
-    """Eq. 10: element-wise max over heads, renormalised over keys.
-    alpha: B x H x T x S -> B x T x S."""
+    """Eq. 10, ``max`` reading: element-wise max over heads, renormalised over
+    keys. alpha: B x H x T x S -> B x T x S."""
     a = alpha.max(dim=1).values
     return a / a.sum(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def head_peak_distribution(alpha: torch.Tensor) -> torch.Tensor:
+    """Eq. 10, ``peak`` reading: for every query the distribution of the head
+    whose largest weight is highest (the first such head on a tie).
+    alpha: B x H x T x S -> B x T x S."""
+    head = alpha.max(dim=-1).values.argmax(dim=1)  # B x T
+    index = head[:, None, :, None].expand(-1, 1, -1, alpha.size(-1))
+    return alpha.gather(1, index).squeeze(1)
+
+
+def reduce_heads(alpha: torch.Tensor, how: str = "max") -> torch.Tensor:
+    if how == "max":
+        return head_max_distribution(alpha)
+    if how == "peak":
+        return head_peak_distribution(alpha)
+    raise ValueError(f"head reduction {how!r}: choose among {', '.join(HEAD_REDUCTIONS)}")
 
 
 def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -58,23 +90,24 @@ def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return 0.5 * kl_divergence(p, m) + 0.5 * kl_divergence(q, m)
 
 
-def layer_divergences(dc_alpha: List[torch.Tensor], src_mask: torch.Tensor):
+def layer_divergences(dc_alpha: List[torch.Tensor], src_mask: torch.Tensor, head_reduction: str = "max"):
     """Sum of per-token JS divergences for each DC layer of one batch.
 
     dc_alpha: per DC layer, B x 2 x H x T x T ([alpha_l, alpha_g]);
-    src_mask: B x T, True at real tokens. Returns (sums per layer, #tokens)."""
+    src_mask: B x T, True at real tokens (the queries counted; pad keys carry
+    no weight already). Returns (sums per layer, #tokens)."""
     sums = []
     mask = src_mask.to(torch.float64)
     for alpha in dc_alpha:
         a = alpha.to(torch.float64)
-        alpha_l = head_max_distribution(a[:, 0])
-        alpha_g = head_max_distribution(a[:, 1])
+        alpha_l = reduce_heads(a[:, 0], head_reduction)
+        alpha_g = reduce_heads(a[:, 1], head_reduction)
         dv = js_divergence(alpha_g, alpha_l)  # B x T
         sums.append(float((dv * mask).sum()))
     return sums, int(src_mask.sum())
 
 
-def analyse_model(model, task, subset: str, cfg, limit: int = 0) -> Dict:
+def analyse_model(model, task, subset: str, cfg, limit: int = 0, head_reduction: str = "max") -> Dict:
     from fairseq import utils
 
     encoder = model.encoder
@@ -105,7 +138,7 @@ def analyse_model(model, task, subset: str, cfg, limit: int = 0) -> Dict:
                     sample = utils.move_to_cuda(sample)
                 src_tokens = sample["net_input"]["src_tokens"]
                 out = encoder(src_tokens, src_lengths=sample["net_input"]["src_lengths"])
-                sums, ntok = layer_divergences(out["dc_alpha"], src_tokens.ne(encoder.padding_idx))
+                sums, ntok = layer_divergences(out["dc_alpha"], src_tokens.ne(encoder.padding_idx), head_reduction)
                 totals = [t + s for t, s in zip(totals, sums)]
                 n_tokens += ntok
                 n_sents += src_tokens.size(0)
@@ -166,6 +199,9 @@ def main(argv=None):
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory for the JSON and PNG")
     parser.add_argument("--limit", type=int, default=0, metavar="N",
                         help="analyse at most about N sentences per checkpoint (0: all)")
+    parser.add_argument("--head-reduction", choices=list(HEAD_REDUCTIONS), default="max",
+                        help="Eq. 10's reduction over heads: max = element-wise maximum over heads, renormalised "
+                             "(default); peak = per query the head with the highest peak weight")
     args = options.parse_args_and_arch(parser, input_args=argv)
     if args.max_tokens is None and args.batch_size is None:
         args.max_tokens = 4000
@@ -185,7 +221,8 @@ def main(argv=None):
         if not loaded_subset:
             task.load_dataset(cfg.dataset.gen_subset, task_cfg=saved_cfg.task)
             loaded_subset = True
-        res = analyse_model(model, task, cfg.dataset.gen_subset, cfg, limit=args.limit)
+        res = analyse_model(model, task, cfg.dataset.gen_subset, cfg, limit=args.limit,
+                            head_reduction=args.head_reduction)
         res["path"] = path
         logger.info("%s: E_d = %.4f, dv^l = %s", path, res["E_d"],
                     ", ".join(f"{k}: {v:.4f}" for k, v in res["dv"].items()))
@@ -195,7 +232,8 @@ def main(argv=None):
     summary = {
         "subset": cfg.dataset.gen_subset,
         "log_base": "e (divergences in nats, bounded by ln 2 = %.4f)" % math.log(2),
-        "head_reduction": "element-wise max over heads, renormalised over keys (Eq. 10)",
+        "head_reduction": args.head_reduction,
+        "head_reduction_meaning": HEAD_REDUCTIONS[args.head_reduction],
         "checkpoints": results,
     }
     json_path = os.path.join(args.out, "dc_divergence.json")
