@@ -17,6 +17,9 @@ Context types of layer ``l`` (1-based), built from the layer inputs
 * ``deep-global+deep``: "by simply summing them": ``C U = C_dg U_dg + C_d U_d``,
   one gate on the sum.
 
+The concatenated contexts are never built: ``C U`` is computed as the sum of
+each layer's block times its rows of ``U`` (same products, no copies).
+
 Reading of the paper where it is ambiguous (see ``docs/ambiguities.md``):
 
 * ``U_Q``, ``U_K`` are ``d_c x d``; they are stored as one ``d_c x 2d`` matrix
@@ -320,13 +323,19 @@ class ContextAwareSelfAttention(nn.Module):
         out: Optional[Tensor] = None
         for p in self.parts:
             if p == "global":
-                c = history.means[l - 1]
+                blocks = [history.means[l - 1]]
             elif p == "deep-global":
-                c = torch.cat(history.means[:l], dim=-1) if l > 1 else history.means[0]
+                blocks = history.means[:l]  # Eq. 10: [mean H^1; ...; mean H^l]
             else:  # deep
-                c = torch.cat(history.states[:l - 1], dim=-1) if l > 2 else history.states[0]
-            y = F.linear(c, ctx_weights[p])  # (1|T) x B x (n*C + n)
-            out = y if out is None else out + y
+                blocks = history.states[:l - 1]  # Eq. 9: [H^1; ...; H^{l-1}]
+            w = ctx_weights[p]  # (n*C + n) x d_c, d_c = len(blocks) * C
+            # [c_1 ... c_k] W^T = sum_j c_j W_j^T with W_j the j-th C columns:
+            # the same products as on the concatenation, without copying the
+            # k blocks into a (1|T) x B x kC tensor that autograd would keep
+            # until backward (the blocks themselves are kept anyway)
+            for j, c in enumerate(blocks):
+                y = F.linear(c, w[:, j * d:(j + 1) * d])  # (1|T) x B x (n*C + n)
+                out = y if out is None else out + y
         assert out is not None
         return out[..., :n * d].unflatten(-1, (n, d)), out[..., n * d:]
 
