@@ -256,3 +256,60 @@ def test_bow_prediction_needs_global_state(trained, tmp_path):
         bow_prediction.main(args)
     summary = bow_prediction.main(args + ["--representations", "last,average"])
     assert list(summary["checkpoints"][0]["results"]) == ["last", "average"]
+
+
+def test_bow_evaluate_matches_the_hand_checked_precision():
+    """evaluate() is what main() reports: batch by batch (2 sentences a batch
+    here, so the empty bag sits in a batch of its own kind), the mean over the
+    sentences with a non-empty bag. An identity predictor passes the logits of
+    test_topk_precision_by_hand through. (Tried: ``n += int(keep.sum())`` ->
+    ``n += len(idx)`` fails, giving 3/4 of each value.)"""
+    logits = torch.tensor([[9.0, 9, 5, 4, 3, 2, 1, 0],
+                           [0.0, 0, 0, 1, 2, 3, 4, 5],
+                           [1.0, 2, 3, 4, 5, 6, 7, 8],
+                           [9.0, 9, 5, 4, 3, 2, 1, 0]])
+    bags = [torch.tensor([3, 6, 3]), torch.tensor([7, 1, 2]), torch.tensor([0, 1]), torch.tensor([2, 7])]
+    p = bow_prediction.evaluate(torch.nn.Identity(), logits, bags, [1, 2, 5, 6, 100], vocab=8, num_special=2,
+                                batch_size=2)
+    # sentences 1-2 as in test_topk_precision_by_hand; sentence 4: {2, 7} at ranks 1 and 6; 3 is left out
+    assert p == pytest.approx({1: (0 + 0.5 + 0.5) / 3, 2: (0.5 + 0.5 + 0.5) / 3, 5: (1 + 0.5 + 0.5) / 3,
+                               6: 1.0, 100: 1.0})
+
+
+def test_bow_bags_are_the_target_words(trained):
+    """extract_split's bags are the distinct non-special ids of each target
+    sentence (the toy target is the source in upper case, so a bag built from
+    the source side would hold other ids; tried: reading ``src_tokens``
+    instead of ``target`` fails)."""
+    from fairseq_ctx.cli import load_checkpoint
+
+    model, task, _ = load_checkpoint(str(trained["gret"]), str(trained["data_bin"]), "cpu")
+    task.load_dataset("test")
+    feats = bow_prediction.extract_split(model, task, "test", ["last"], 4000)
+    d = task.target_dictionary
+    raw = (trained["root"] / "raw" / "test.tgt").read_text().splitlines()
+    expected = sorted(tuple(sorted({d.index(w) for w in line.split()})) for line in raw)
+    assert sorted(tuple(b.tolist()) for b in feats.bags) == expected
+    assert all(min(b.tolist()) >= d.nspecial for b in feats.bags)
+
+
+def test_probing_never_fits_or_selects_on_te():
+    """te holds va's features with the labels swapped: a probe fitted on tr
+    and selected on va then scores exactly 1 - va accuracy on te, whatever
+    the epoch and grid point. Fitting on te would lower va accuracy (< 0.9);
+    selecting the epoch or the grid point by te accuracy would pick another
+    run than the best on va. (Tried: ``accuracy(model, x["va"], y["va"])`` ->
+    ``x["te"], y["te"]`` in train_probe fails; ``key=... r["valid_acc"]`` ->
+    ``r["test_acc"]`` in probe_task fails; the loss on te batches instead of
+    tr fails.)"""
+    g = torch.Generator().manual_seed(0)
+    x = {s: torch.randn(n, 4, generator=g) for s, n in (("tr", 400), ("va", 200))}
+    y = {s: (v[:, 0] + 0.3 * v[:, 1] > 0).long() for s, v in x.items()}
+    x["te"], y["te"] = x["va"].clone(), 1 - y["va"]
+    res = probing.probe_task(x, y, 2, hiddens=[0, 8], dropouts=[0.0], lr=2e-3, epochs=15, patience=0)
+    assert res["valid_acc"] >= 0.9
+    assert res["valid_acc"] == max(r["valid_acc"] for r in res["grid"])
+    for r in [res] + res["grid"]:
+        assert r["test_acc"] == pytest.approx(1 - r["valid_acc"], abs=1e-12)
+    # early epochs are worse on va (better on te): selection by te would have picked one of them
+    assert res["best_epoch"] > 1
