@@ -1,0 +1,125 @@
+"""Every analysis hook of the tables (fairseq_ctx/tables/analyses.py) run
+once end to end on tiny trained models, as a table run calls it (smoke
+settings): the hooks' wiring -- the command line each builds, the files it
+reads back, the summary it returns -- which the dry-run table tests do not
+execute. The formulas behind them are tested in test_ctxsan, test_dc,
+test_probing and test_ctxenc."""
+import json
+import random
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from fairseq_ctx.tables import analyses
+from fairseq_ctx.tables.datasets import DATASETS
+from fairseq_ctx.tables.running import RowState
+
+from .utils import REPO, USER_DIR, make_parallel_data, preprocess
+
+TINY = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
+        "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
+        "--encoder-attention-heads", "2", "--decoder-attention-heads", "2"]
+DOC_TASK = ["--task", "document_translation", "--context-size", "1", "--context-mode", "previous"]
+MODELS = {  # row label -> (arch, extra flags)
+    "ctxsan": ("transformer_ctxsan_tiny", ["--ctxsan-side", "both"]),
+    "dc": ("transformer_dc_tiny", []),
+    "gret": ("transformer_gret_tiny", []),
+    "ctxenc": ("transformer_ctxenc", TINY + DOC_TASK),
+    "transformer": ("transformer", TINY),
+}
+
+
+def _train(data_bin, save_dir, arch, flags):
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq_cli import train
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(data_bin), "--user-dir", USER_DIR, "--arch", arch, *flags, "--source-lang", "es", "--target-lang", "en",
+        "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
+        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-tokens", "500",
+        "--max-update", "2", "--save-dir", str(save_dir), "--no-progress-bar", "--num-workers", "0",
+        "--seed", "1", "--cpu", "--no-epoch-checkpoints", "--required-batch-size-multiple", "1",
+        "--no-save-optimizer-state",
+    ])
+    train.main(convert_namespace_to_omegaconf(args))
+    # the hooks read a row's averaged checkpoint; one checkpoint is its own average
+    shutil.copy(save_dir / "checkpoint_last.pt", save_dir / "checkpoint_avg.pt")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A corpus laid out as the Bible's (pieces es -> en, docids), one tiny
+    model per architecture, and a stand-in for the table run: the attributes
+    the hooks read (states, configs, table_dir, smoke, opts)."""
+    root = tmp_path_factory.mktemp("hooks")
+    plain = make_parallel_data(root / "plain", num_train=80, num_valid=12, num_test=12)
+    pieces = root / "pieces"
+    pieces.mkdir()
+    for split in ("train", "valid", "test"):
+        for ext, lang in (("src", "es"), ("tgt", "en")):
+            lines = (plain / f"{split}.{ext}").read_text().splitlines()
+            (pieces / f"{split}.{lang}").write_text("".join(" ".join("\u2581" + w for w in line.split()) + "\n"
+                                                            for line in lines))
+        (pieces / f"{split}.docids").write_text((plain / f"{split}.docids").read_text())
+    bin_dir = preprocess(pieces, root / "bin", src="es", tgt="en")
+    states = {}
+    for label, (arch, flags) in MODELS.items():
+        _train(bin_dir, root / label, arch, flags)
+        states[label] = RowState(SimpleNamespace(label=label, model_of=None), DATASETS["bible"], DATASETS["bible"],
+                                 bin_dir, model_dir=root / label)
+    probing_dir = root / "probing"
+    probing_dir.mkdir()
+    rng = random.Random(0)
+    with open(probing_dir / "sentence_length.txt", "w") as f:  # a SentLen-like task in the corpus' pieces
+        for split, n in (("tr", 120), ("va", 40), ("te", 40)):
+            for _ in range(n):
+                label = rng.choice(["short", "long"])
+                words = [f"\u2581w{rng.randrange(24)}" for _ in range(rng.randint(2, 4) if label == "short"
+                                                                        else rng.randint(10, 14))]
+                f.write(f"{split}\t{label}\t{' '.join(words)}\n")
+    return SimpleNamespace(
+        states=states, configs=REPO / "configs", user_dir=REPO / "fairseq_ctx", table_dir=root / "table",
+        smoke=True, opts=SimpleNamespace(cpu=True, probing_args=f"--probing-dir {probing_dir} --tasks SentLen "
+                                                               "--hidden 50 --dropout 0 --epochs 5"),
+        table=SimpleNamespace(rows=[], baseline=None, title="hooks"), model_state=lambda st: st)
+
+
+def test_ctxsan_gates_hook(run):
+    summary = analyses.CtxSanGates(["ctxsan"]).run(run)
+    gates = json.loads((run.table_dir / "gates" / "gates.json").read_text())
+    assert [len(m["sides"]["encoder"]) for m in gates["models"]] == [2]
+    assert "ctxsan [encoder]" in summary and "ctxsan [decoder]" in summary
+    assert (run.table_dir / "gates" / "gates.png").is_file()
+
+
+def test_dc_divergence_hook(run):
+    summary = analyses.DCDivergence(["dc"]).run(run)
+    res = json.loads((run.table_dir / "dc_divergence" / "dc_divergence.json").read_text())
+    assert res["head_reduction"] == "max" and sorted(res["checkpoints"][0]["dv"]) == ["1", "2"]
+    assert summary.splitlines()[1].startswith("  dc: E_d ")
+
+
+def test_context_attention_hook(run):
+    summary = analyses.ContextAttention("ctxenc", "voita/task_previous.args").run(run)
+    assert (run.table_dir / "context_attention.json").is_file()
+    assert "words with the largest share of attention to context (ctxenc" in summary
+
+
+def test_bow_prediction_hook(run):
+    summary = analyses.BowPrediction("gret").run(run)
+    res = json.loads((run.table_dir / "bow_prediction" / "bow_prediction.json").read_text())
+    assert list(res["checkpoints"][0]["results"]) == ["gret", "last", "average"]
+    assert summary.startswith("bag-of-words prediction (Table 5) of gret:")
+
+
+def test_probing_hook(run):
+    summary = analyses.Probing(["transformer", "dc"]).run(run)
+    res = json.loads((run.table_dir / "probing" / "probing.json").read_text())
+    assert res["tasks"] == ["SentLen"] and len(res["checkpoints"]) == 2
+    assert summary.startswith("probing accuracies (Table 4) of transformer, dc:")
+    skipped = analyses.Probing(["dc"]).run(SimpleNamespace(**{**vars(run), "opts": SimpleNamespace(
+        cpu=True, probing_args=None)}))
+    assert skipped.startswith("probing (Table 4): skipped")
