@@ -18,6 +18,7 @@ import pytest
 from fairseq_ctx.tables import all_tables, config
 from fairseq_ctx.tables.config import ArgsFileError, flag_value, read_arg_lines, read_args
 from fairseq_ctx.tables.datasets import DATASETS
+from fairseq_ctx.tables.definition import BLEU_FLAVOURS, TableError
 from fairseq_ctx.tables.running import SMOKE_AVERAGE, SMOKE_GENERATE, SMOKE_TRAIN, TableRun, smoke_model_flags
 
 from .utils import REPO, USER_DIR, make_parallel_data, preprocess
@@ -165,11 +166,16 @@ def test_the_parser_check_rejects_an_unknown_flag():
 
 
 def test_gpu_assumption_is_in_every_training_row():
-    """Every row emulates the papers' 8 GPUs on one with --update-freq 8."""
+    """Papers that give a GPU count or follow Vaswani et al.'s 8 GPUs (ctxsan,
+    Voita) are emulated with --update-freq 8; DC and GRET give their batch
+    without a GPU count, and their configs take it as written (--update-freq 1)."""
     for table in all_tables():
         for row in table.rows:
             if row.train:
-                assert flag_value(CONFIGS / row.train, "--update-freq") == "8", (table.name, row.label)
+                expected = "8" if table.gpus_stated else "1"
+                assert flag_value(CONFIGS / row.train, "--update-freq") == expected, (table.name, row.label)
+    assert {t.name for t in all_tables() if not t.gpus_stated} == {
+        "dc-table1", "dc-table2", "dc-table5", "dc-kernel", "gret-table1", "gret-table3", "gret-table4"}
 
 
 # ---------------------------------------------------------------------------
@@ -254,10 +260,26 @@ def test_gpus_and_full_mode_command_lines():
     from fairseq_ctx.tables import get_table
 
     table = get_table("dc-table1")
-    run = TableRun(table, opts(smoke=False, gpus=2, data=["wmt14_en_de=/data/wmt"]))
+    # the paper's 4960 tokens as written: one GPU, the config's --update-freq 1, nothing appended
+    run = TableRun(table, opts(smoke=False, data=["wmt14_en_de=/data/wmt"]))
     run._assign_dirs()
     cmd = run.train_cmd(run.states["Enc-DC"])
-    assert cmd[3] == "/data/wmt" and effective(cmd[4:])["--update-freq"] == "4"
+    assert cmd.count("--update-freq") == 1 and effective(cmd[4:])["--update-freq"] == "1"
+    assert effective(cmd[4:])["--max-tokens"] == "4960"
+    # ... which 2 GPUs cannot share: one line naming the flag and the opt-in reading
+    with pytest.raises(TableError, match=r"--gpus 2: .*--batch-reading 8gpu"):
+        TableRun(table, opts(smoke=False, gpus=2))
+    # the 8-GPU reading: 8 batches per update, on one GPU or spread over 2
+    for gpus, uf in ((None, "8"), (2, "4")):
+        run = TableRun(table, opts(smoke=False, gpus=gpus, batch_reading="8gpu", data=["wmt14_en_de=/data/wmt"]))
+        run._assign_dirs()
+        cmd = run.train_cmd(run.states["Enc-DC"])
+        assert cmd[3] == "/data/wmt" and effective(cmd[4:])["--update-freq"] == uf
+        assert "4960 tokens x update-freq " + uf in run.plan(run.states["Enc-DC"])
+    # a paper that states its 8 GPUs is not affected by the reading
+    ctx = TableRun(get_table("ctxsan-table1"), opts(smoke=False, gpus=2, batch_reading="8gpu"))
+    ctx._assign_dirs()
+    assert effective(ctx.train_cmd(ctx.states["BASE"])[4:])["--update-freq"] == "4"
     assert "--max-update" in cmd and effective(cmd[4:])["--max-update"] == "160000"
     gen = run.generate_cmd(run.states["Enc-DC"])
     assert effective(gen[4:])["--beam"] == "4" and effective(gen[4:])["--lenpen"] == "0.6"
@@ -270,10 +292,23 @@ def test_dry_run_of_every_table_prints_every_command(capsys, tmp_path):
     for table in all_tables():
         assert main([table.name, "--smoke", "--dry-run", "--out", str(tmp_path)]) == 0
         out = capsys.readouterr().out
+        # one plan line per row: data, batch, updates, the paper's BLEU flavour
+        plans = [line for line in out.splitlines() if "paper's BLEU: " in line]
+        assert len(plans) == len(table.rows), table.name
+        assert all("data Bible" in p for p in plans), table.name
+        flavours = {"ctxsan-table1": "compound-split (our tok BLEU column)", "dc-table1": "nist (our BLEU column)",
+                    "gret-table1": "nist (our BLEU column)", "voita-bleu": "unstated (our BLEU column)"}
+        if table.name in flavours:
+            assert all(flavours[table.name] in p for p in plans), (table.name, plans[0])
+        if table.name == "dc-table2":   # sacreBLEU for Vi, multi-bleu.pl for Es, Fr, Ro
+            assert sum("multi-bleu (our tok BLEU column)" in p for p in plans) == 24
+            assert sum("sacrebleu (our BLEU column)" in p for p in plans) == 8
         trained = sum(1 for r in table.rows if r.train)
         assert out.count("-m fairseq_cli.train ") == trained, table.name
         assert out.count("-m fairseq_cli.generate ") == len(table.rows), table.name
         assert out.count("fairseq-ctx-average-checkpoints") == trained, table.name
+    # a compound-split figure is never called NIST
+    assert "NIST" not in BLEU_FLAVOURS["compound-split"][1] and "NIST" not in BLEU_FLAVOURS["multi-bleu"][1]
 
 
 # ---------------------------------------------------------------------------
@@ -301,6 +336,26 @@ def tiny_bible(tmp_path_factory):
     return root
 
 
+def test_score_generation_computes_the_papers_tokenized_bleu(tmp_path):
+    """multi-bleu (DC's IWSLT Es/Fr/Ro): Moses-tokenized, hyphens kept;
+    compound-split (ctxsan's En-De): hyphens split as ##AT##-##AT##."""
+    from fairseq_ctx.tables.running import score_generation, tokenize_for
+
+    refs = ["A well-known house, old.", "The dog runs."]
+    hyps = ["A well-known house, old.", "The cat runs."]
+    (tmp_path / "ref.txt").write_text("".join(r + "\n" for r in refs))
+    (tmp_path / "gen.log").write_text("".join(f"D-{i}\t-0.5\t{h}\n" for i, h in enumerate(hyps)))
+    multi = score_generation(tmp_path / "gen.log", tmp_path / "ref.txt", "en", "multi-bleu")
+    split = score_generation(tmp_path / "gen.log", tmp_path / "ref.txt", "en", "compound-split")
+    none = score_generation(tmp_path / "gen.log", tmp_path / "ref.txt", None, None)
+    assert multi["tok_kind"] == "multi-bleu" and multi["tok_signature"].endswith("|pre:moses-en")
+    assert split["tok_signature"].endswith("+compound-split") and none["tok_bleu"] is None
+    assert tokenize_for(multi, refs)[0] == "A well-known house , old ."
+    assert tokenize_for(split, refs)[0] == "A well ##AT##-##AT## known house , old ."
+    # one more n-gram match each from the split hyphen: the two flavours differ
+    assert 0 < multi["tok_bleu"] < split["tok_bleu"] < 100
+
+
 def run_table(table, *args, cwd=REPO):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-m", "fairseq_ctx.tables", table, *map(str, args)], cwd=cwd,
@@ -321,12 +376,13 @@ def test_gret_table4_smoke_end_to_end_and_resume(tiny_bible, tmp_path):
         assert r["score"]["sentences"] == 20  # every test sentence decoded and scored
         assert r["score"]["reference"] == str(tiny_bible / "raw" / "test.en")
         assert r["score"]["signature"].startswith("nrefs:1|case:mixed")
-        assert r["score"]["tok_bleu"] is not None  # the En-De table's tokenized compound-split BLEU
+        # GRET reports NIST BLEU (mteval-v13a = sacreBLEU's 13a): no tokenized BLEU for its rows
+        assert r["score"]["tok_bleu"] is None and r["paper_bleu"]["flavour"] == "nist"
         assert Path(r["model_dir"], "checkpoint_avg.pt").is_file()
         assert r["params"] > 0
     assert rows["GRET-Base"]["compare"]["baseline"] == "Transformer-Base"
     assert rows["GRET-Big"]["compare"]["baseline"] == "Transformer-Big"
-    assert 0 < rows["GRET-Big"]["compare"]["tok_p_value"] <= 1
+    assert 0 < rows["GRET-Big"]["compare"]["p_value"] <= 1 and "tok_p_value" not in rows["GRET-Big"]["compare"]
     # GRET rows start from their baseline's averaged checkpoint
     gret_log = Path(rows["GRET-Base"]["model_dir"], "train.log").read_text()
     assert "warm start from " + str(Path(rows["Transformer-Base"]["model_dir"], "checkpoint_avg.pt")) in gret_log
@@ -334,6 +390,10 @@ def test_gret_table4_smoke_end_to_end_and_resume(tiny_bible, tmp_path):
     assert "checkpoint_1_3.pt, " in stdout and "checkpoint_1_2.pt" in stdout
     table = (out / "gret-table4" / "table.txt").read_text()
     assert "SMOKE RUN" in table and "29.33" in table and "273M" in table  # the paper's numbers beside ours
+    assert "paper's BLEU on WMT14 En->De: NIST BLEU: mteval-v13a.pl" in table and "tok BLEU" not in table
+    # the plan line: smoke batch, and the epochs read from the binarized train split (160 pairs)
+    assert "GRET-Base: data Bible" in stdout and "512 tokens x update-freq 1 x 1 GPU" in stdout
+    assert "3 updates = at most " in stdout and " epochs of 160 pairs" in stdout
     # a re-run trains and decodes nothing again
     again = run_table("gret-table4", "--smoke", "--data", tiny_bible / "bin", "--out", out,
                       "--bootstrap-samples", "50")

@@ -41,7 +41,12 @@ def get_parser() -> argparse.ArgumentParser:
                              "analysis whose rows were not run is skipped")
     parser.add_argument("--gpus", type=int, choices=(1, 2, 4, 8),
                         help="GPUs fairseq-train uses (it takes every visible one: set CUDA_VISIBLE_DEVICES): "
-                             "appends --update-freq 8/N (the configs emulate 8 GPUs on one)")
+                             "appends --update-freq E/N, E the GPU batches per update the config and "
+                             "--batch-reading give (ctxsan, Voita: 8)")
+    parser.add_argument("--batch-reading", choices=("as-written", "8gpu"), default="as-written",
+                        help="DC and GRET give their batch (4960 / 2048 tokens, 50 sentences) without a GPU "
+                             "count: as-written (default) makes it the batch of one update; 8gpu the batch of "
+                             "each of 8 GPUs (8x per update, 8x the epochs); other tables are unaffected")
     parser.add_argument("--cpu", action="store_true", help="pass --cpu to training, decoding and analyses")
     parser.add_argument("--extra-train-args", metavar="ARGS",
                         help="appended to every fairseq-train command (e.g. '--fp16')")

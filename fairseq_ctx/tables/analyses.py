@@ -11,7 +11,7 @@ import shlex
 from typing import List, Optional, Sequence
 
 from .config import read_args
-from .running import SMOKE_ANALYSIS_LIMIT, RowState, StepFailed, quote_command
+from .running import SMOKE_ANALYSIS_LIMIT, RowState, StepFailed, quote_command, tokenize_for
 
 
 class Analysis(abc.ABC):
@@ -73,8 +73,7 @@ class LengthBuckets(Analysis):
 
     def run(self, run):
         from fairseq_ctx.evaluation import (binarized_lengths, bleu_by_length, detok_bleu, format_length_table,
-                                            plot_length_buckets, read_generate_log, read_lines, tokenized_bleu,
-                                            compound_split_lines)
+                                            plot_length_buckets, read_generate_log, read_lines, tokenized_bleu)
         labels = list(self.rows or [r.label for r in run.table.rows])
         states = [run.states[label] for label in labels if run.states[label].score]
         if len(states) < 1:
@@ -94,13 +93,14 @@ class LengthBuckets(Analysis):
             raise StepFailed(f"{prefix}: {len(lengths)} sentences, but the reference {ref} has {len(refs)}")
         unit = "subword tokens of the binarized source (without </s>)"
         hyps = {s.row.label: read_generate_log(s.gen_log, len(refs), "D") for s in states}
-        tok_lang = states[0].score.get("tok_lang") if states[0].score.get("tok_bleu") is not None else None
-        if tok_lang:
-            split_refs = compound_split_lines(refs, tok_lang)
-            split = {k: compound_split_lines(v, tok_lang) for k, v in hyps.items()}
+        score0 = states[0].score
+        if score0.get("tok_bleu") is not None:   # the paper's tokenized BLEU
+            split_refs = tokenize_for(score0, refs)
+            split = {k: tokenize_for(score0, v) for k, v in hyps.items()}
             res = bleu_by_length(None, split, split_refs, self.edges, score_fn=lambda h, r: tokenized_bleu(h, r)[0],
                                  lengths=lengths, unit=unit)
-            res["metric"] = "tokenized compound-split BLEU"
+            res["metric"] = ("tokenized BLEU (multi-bleu, Moses-tokenized)" if score0.get("tok_kind") == "multi-bleu"
+                             else "tokenized compound-split BLEU")
         else:
             res = bleu_by_length(None, hyps, refs, self.edges, score_fn=lambda h, r: detok_bleu(h, r)[0],
                                  lengths=lengths, unit=unit)

@@ -35,7 +35,6 @@ class Dataset:
     name: str
     bin_dir: str          # default location, relative to the repository
     title: str
-    tok_bleu: bool = False  # En-De: also the tokenized compound-split BLEU (the papers' metric)
 
     def train_config(self, configs: Path) -> Path:
         return configs / "data" / f"{self.name}.args"
@@ -54,7 +53,7 @@ def _iwslt(a, b, pair):
 
 DATASETS: Dict[str, Dataset] = {d.name: d for d in [
     Dataset("bible", "data/bible/bin", "Bible Es->En"),
-    Dataset("wmt14_en_de", "data/wmt14-en-de/bin", "WMT14 En->De", tok_bleu=True),
+    Dataset("wmt14_en_de", "data/wmt14-en-de/bin", "WMT14 En->De"),
     Dataset("wmt14_de_en", "data/wmt14-de-en/bin", "WMT14 De->En"),
     Dataset("wmt16_ro_en", "data/wmt16-ro-en/bin", "WMT16 Ro->En"),
     Dataset("wmt17_zh_en", "data/wmt17-zh-en/bin", "WMT17 Zh->En"),

@@ -9,6 +9,22 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 
+# How each paper computed its BLEU: key -> (our column holding that flavour,
+# the recipe). A table names one per dataset (Table.bleu); the runner prints it
+# beside detokenized sacreBLEU, which every row gets with its signature.
+BLEU_FLAVOURS: Dict[str, Tuple[str, str]] = {
+    "nist": ("BLEU", "NIST BLEU: mteval-v13a.pl, case-sensitive, on detokenized text; sacreBLEU's default 13a "
+                     "tokenizer reproduces mteval-v13a, so the BLEU (sacreBLEU) column is this flavour"),
+    "sacrebleu": ("BLEU", "sacreBLEU, case-sensitive, on detokenized text: the BLEU column"),
+    "compound-split": ("tok BLEU", "tokenized BLEU with compound splitting: Moses tokenizer.perl -l TGT on hypothesis "
+                                   "and reference, every a-b written a ##AT##-##AT## b, multi-bleu.perl (Vaswani et "
+                                   "al.'s En-De convention): the tok BLEU column"),
+    "multi-bleu": ("tok BLEU", "multi-bleu.perl, case-sensitive, on Moses-tokenized text (tokenizer.perl -l TGT on "
+                               "hypothesis and reference, no compound splitting): the tok BLEU column"),
+    "unstated": ("BLEU", "the paper names no BLEU script or tokenization; compared with the BLEU (sacreBLEU) column"),
+}
+
+
 @dataclass
 class Row:
     """One row of a paper's table.
@@ -49,6 +65,14 @@ class Table:
     notes: Tuple[str, ...] = ()
     analyses: Tuple[Any, ...] = ()
     smoke_model: Dict[str, int] = field(default_factory=dict)
+    # dataset name (or "*" for every other) -> key of BLEU_FLAVOURS: how the paper scored it
+    bleu: Dict[str, str] = field(default_factory=lambda: {"*": "unstated"})
+    # False where the paper gives its batch size without a GPU count (DC, GRET):
+    # the configs take the number as written, --batch-reading 8gpu multiplies by 8
+    gpus_stated: bool = True
+
+    def bleu_flavour(self, dataset: str) -> str:
+        return self.bleu.get(dataset, self.bleu.get("*", "unstated"))
 
     def row(self, label: str) -> Row:
         for row in self.rows:
@@ -70,6 +94,9 @@ def check_definition(table: Table, configs: Path, dataset_names) -> None:
     labels = [row.label for row in table.rows]
     if len(set(labels)) != len(labels):
         raise TableError(f"{table.name}: duplicate row labels")
+    for dataset, flavour in table.bleu.items():
+        if flavour not in BLEU_FLAVOURS:
+            raise TableError(f"{table.name}: BLEU flavour {flavour!r} of {dataset} is none of {', '.join(BLEU_FLAVOURS)}")
     for row in table.rows:
         for ref in (row.baseline, row.model_of, row.warm_start):
             if ref and ref not in labels:

@@ -4,6 +4,8 @@ difference and p-value), footnotes with every signature, and ``table.json``.
 """
 from typing import Any, Dict, List
 
+from .definition import BLEU_FLAVOURS
+
 
 def format_table(run) -> str:
     """The table in the paper's layout, ours beside the paper's numbers, with footnotes."""
@@ -14,7 +16,7 @@ def format_table(run) -> str:
         header += [f"{kind} (rel)"]
         if kind in table.speed:
             header += ["(paper)"]
-    tok = any(st.dataset.tok_bleu for st in run.states.values())
+    tok = any(run.tok_kind(st) for st in run.states.values())
     header += ["BLEU"] + (["tok BLEU"] if tok else []) + ["(paper)", "diff", "p"]
     rows = [header]
     base_params = {}
@@ -57,7 +59,7 @@ def format_table(run) -> str:
                 line.append(f"{sc['tok_bleu']:.2f}" if sc.get("tok_bleu") is not None else "-")
             line.append(_paper(row.paper.get("bleu")))
             c = st.compare
-            key = "tok_" if st.dataset.tok_bleu and "tok_delta" in c else ""
+            key = "tok_" if run.tok_kind(st) and "tok_delta" in c else ""
             line.append(f"{c[key + 'delta']:+.2f}" if c else "-")
             line.append(f"{c[key + 'p_value']:.3f}" if c else "-")
         rows.append(line)
@@ -83,8 +85,15 @@ def _footnotes(run, tok: bool) -> List[str]:
     notes.append("BLEU: detokenized sacreBLEU, " + ", ".join(sigs) if sigs else "BLEU: -")
     if tok:
         tsigs = sorted({st.score["tok_signature"] for st in scored if st.score.get("tok_signature")})
-        notes.append("tok BLEU: tokenized BLEU with compound splitting (En-De, the papers' metric), "
-                      + ", ".join(tsigs))
+        notes.append("tok BLEU: the paper's tokenized BLEU, " + (", ".join(tsigs) or "-"))
+    # how the paper scored each dataset of the table, named with its recipe
+    flavours: Dict[str, List[str]] = {}
+    for st in run.states.values():
+        title = st.dataset.title
+        if title not in flavours.setdefault(run.flavour(st), []):
+            flavours[run.flavour(st)].append(title)
+    for flavour, titles in flavours.items():
+        notes.append(f"paper's BLEU on {', '.join(titles)}: {BLEU_FLAVOURS[flavour][1]}")
     ref = run.speed_ref()
     notes.append(f"params: ours (difference from the row's baseline); speeds: ours relative to "
                  f"{ref.row.label if ref else '-'} (train: updates/s, decode: sentences/s of fairseq-generate)")
@@ -107,6 +116,8 @@ def as_json(run) -> Dict[str, Any]:
             "status": st.status, "error": st.error, "log": str(st.log) if st.log else None,
             "params": st.train.get("params"), "updates_per_s": st.train.get("updates_per_s"),
             "score": st.score, "compare": st.compare, "paper": st.row.paper,
+            "paper_bleu": {"flavour": run.flavour(st), "column": BLEU_FLAVOURS[run.flavour(st)][0],
+                           "recipe": BLEU_FLAVOURS[run.flavour(st)][1]},
         } for st in run.states.values()],
         "paper_note": run.table.paper_note, "notes": list(run.table.notes),
         "failures": [{"what": n, "error": m, "log": lg} for n, m, lg in run.failures],

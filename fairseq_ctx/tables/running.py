@@ -61,7 +61,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .config import ArgsFileError, flag_value, read_arg_lines, read_args
 from .datasets import DATASETS, SMOKE_DATASET, Dataset, find_root, parse_named
-from .definition import Row, Table, TableError, check_definition
+from .definition import BLEU_FLAVOURS, Row, Table, TableError, check_definition
 from . import reporting
 
 # ---------------------------------------------------------------------------
@@ -94,6 +94,52 @@ def smoke_model_flags(overrides: Dict[str, int]) -> List[str]:
 # ---------------------------------------------------------------------------
 
 
+# batch readings and the size of an epoch
+# ---------------------------------------------------------------------------
+
+# --batch-reading: "as-written" takes a paper's batch size as the whole batch
+# of one update; "8gpu" as the batch of each of 8 GPUs, for the tables whose
+# paper gives no GPU count (Table.gpus_stated False: DC, GRET)
+BATCH_READINGS = ("as-written", "8gpu")
+
+
+def _idx_sizes(path: Path) -> Optional[List[int]]:
+    """Sentence lengths (tokens incl. </s>) of a fairseq mmap ``.idx`` file,
+    read as fairseq's MMapIndexedDataset.Index writes it (9-byte magic,
+    version <Q, dtype <B, count <Q, doc count <Q, then int32 sizes), so that
+    planning a run imports neither torch nor numpy."""
+    import struct
+    from array import array
+    try:
+        with open(path, "rb") as f:
+            header = f.read(34)
+            if len(header) < 34 or header[:9] != b"MMIDIDX\x00\x00":
+                return None
+            n = struct.unpack("<Q", header[18:26])[0]
+            sizes = array("i")
+            sizes.frombytes(f.read(4 * n))
+    except (OSError, ValueError):
+        return None
+    if len(sizes) != n:
+        return None
+    if sys.byteorder != "little":
+        sizes.byteswap()
+    return sizes.tolist()
+
+
+def train_split_size(bin_dir: Path, src: str, tgt: str) -> Optional[Tuple[int, int]]:
+    """(sentence pairs, tokens as --max-tokens counts them: the sum over
+    pairs of max(source, target) length) of the binarized train split, or
+    None when it is not there."""
+    for a, b in ((src, tgt), (tgt, src)):
+        s = _idx_sizes(bin_dir / f"train.{a}-{b}.{src}.idx")
+        t = _idx_sizes(bin_dir / f"train.{a}-{b}.{tgt}.idx")
+        if s is not None and t is not None and len(s) == len(t):
+            return len(s), sum(max(x, y) for x, y in zip(s, t))
+    return None
+
+
+# ---------------------------------------------------------------------------
 # running commands
 # ---------------------------------------------------------------------------
 
@@ -222,6 +268,10 @@ class TableRun:
             bin_dir = Path(self._named(self.data_dirs, dataset.name) or (self.root / used.bin_dir)).resolve()
             self.states[row.label] = RowState(row, dataset, used, bin_dir)
         check_definition(table, self.configs, DATASETS)
+        self.batch_reading = getattr(opts, "batch_reading", None) or "as-written"
+        for st in self.states.values():   # a GPU count the batch cannot be split over stops here, in one line
+            if st.row.train:
+                self.update_freq(st)
 
     # -- helpers --------------------------------------------------------------
 
@@ -260,6 +310,68 @@ class TableRun:
         self.failures.append((name, msg, str(log) if log else None))
         print(f"[{self.table.name}] FAILED {name}: {msg}" + (f" (log: {log})" if log else ""), flush=True)
 
+    # -- batch, updates, BLEU flavour ----------------------------------------------
+
+    def gpus_per_paper_batch(self) -> int:
+        """GPUs the paper's batch is spread over in the chosen reading."""
+        return 8 if self.batch_reading == "8gpu" and not self.table.gpus_stated else 1
+
+    def update_freq(self, st: RowState) -> Optional[int]:
+        """The --update-freq appended to the row's training command (None:
+        the config's own): the config's value (the GPUs it emulates on one)
+        times the reading's GPUs, over the GPUs used (--gpus)."""
+        config_uf = int(flag_value(read_arg_lines(self.configs / st.row.train), "--update-freq", "1"))
+        emulated = config_uf * self.gpus_per_paper_batch()
+        gpus = self.opts.gpus or 1
+        if emulated % gpus:
+            raise TableError(
+                f"--gpus {gpus}: row {st.row.label!r} ({st.row.train}) makes one update of {emulated} GPU "
+                f"batch(es) in the {self.batch_reading} reading, which {gpus} GPUs cannot share; "
+                + ("use --batch-reading 8gpu (each GPU the paper's batch, the opt-in reading) or one GPU"
+                   if not self.table.gpus_stated and self.batch_reading == "as-written" else "use fewer GPUs"))
+        if self.opts.gpus or emulated != config_uf:
+            return emulated // gpus
+        return None
+
+    def flavour(self, st: RowState) -> str:
+        return self.table.bleu_flavour(st.dataset.name)
+
+    def tok_kind(self, st: RowState) -> Optional[str]:
+        """The tokenized BLEU the paper used ("compound-split", "multi-bleu"), if any."""
+        f = self.flavour(st)
+        return f if f in ("compound-split", "multi-bleu") else None
+
+    def plan(self, st: RowState) -> str:
+        """One line: data, batch, updates, the epochs they imply, BLEU flavour."""
+        parts = [f"data {st.data_cfg.title} ({st.bin_dir})"]
+        if st.row.train:
+            cmd = self.train_cmd(st)
+            eff = {tok: cmd[i + 1] for i, tok in enumerate(cmd[:-1]) if tok.startswith("--")}
+            uf, gpus = int(eff.get("--update-freq", "1")), self.opts.gpus or 1
+            updates = int(eff.get("--max-update", "0"))
+            if "--batch-size" in eff and "--max-tokens" not in eff:
+                unit, per = "sentences", int(eff["--batch-size"])
+            else:
+                unit, per = "tokens", int(eff.get("--max-tokens", "0"))
+            total = per * uf * gpus
+            reading = ("GPU count stated by the paper" if self.table.gpus_stated
+                       else f"--batch-reading {self.batch_reading}")
+            parts.append(f"batch {per} {unit} x update-freq {uf} x {gpus} GPU = {total} {unit} per update "
+                         f"({reading})")
+            size = train_split_size(st.bin_dir, *st.data_cfg.langs(self.configs))
+            if not updates:
+                parts.append("no --max-update")
+            elif size is None:
+                parts.append(f"{updates} updates (epochs: no binarized train split at {st.bin_dir})")
+            elif unit == "sentences":
+                parts.append(f"{updates} updates = {updates * total / size[0]:.3g} epochs of {size[0]} pairs")
+            else:  # padding fills part of every batch: an upper bound
+                parts.append(f"{updates} updates = at most {updates * total / size[1]:.3g} epochs of {size[0]} "
+                             f"pairs ({size[1]} tokens, the longer side of each pair)")
+        flav = self.flavour(st)
+        parts.append(f"paper's BLEU: {flav} (our {BLEU_FLAVOURS[flav][0]} column), sacreBLEU beside it")
+        return "; ".join(parts)
+
     # -- command lines --------------------------------------------------------
 
     def train_cmd(self, st: RowState) -> List[str]:
@@ -270,8 +382,9 @@ class TableRun:
                "--log-format", "simple"]
         if row.warm_start:
             cmd += ["--gret-warm-start", str(self.states[row.warm_start].avg)]
-        if self.opts.gpus:
-            cmd += ["--update-freq", str(8 // self.opts.gpus)]
+        uf = self.update_freq(st)
+        if uf is not None:
+            cmd += ["--update-freq", str(uf)]
         if self.opts.cpu and not self.smoke:
             cmd += ["--cpu"]
         cmd += shlex.split(self.opts.extra_train_args or "")
@@ -360,7 +473,8 @@ class TableRun:
         st.eval_dir.mkdir(parents=True, exist_ok=True)
         (st.eval_dir / "generate.cmd.json").write_text(json.dumps(cmd[1:], indent=1) + "\n")
         self.timings[f"{st.row.label}: generate"] = run_logged(cmd, st.gen_log, self.root, f"[{st.row.label}] ")
-        st.score = score_generation(st.gen_log, ref, st.data_cfg.langs(self.configs)[1] if st.dataset.tok_bleu else None)
+        tok = self.tok_kind(st)
+        st.score = score_generation(st.gen_log, ref, st.data_cfg.langs(self.configs)[1] if tok else None, tok)
         st.score["subset"] = self.gen_subset(st)
         score_path.write_text(json.dumps(st.score, indent=2) + "\n")
         line = f"BLEU {st.score['bleu']:.2f}" + (f", tok BLEU {st.score['tok_bleu']:.2f}"
@@ -377,6 +491,9 @@ class TableRun:
         mode = "SMOKE (tiny model, a few updates, Bible corpus: the numbers mean nothing)" if self.smoke else "full"
         print(f"[{table.name}] {table.title}\n[{table.name}] mode: {mode}; output {self.out}", flush=True)
         needed = self.needed_rows(selected)
+        for row in table.rows:
+            if row.label in needed:
+                print(f"[{table.name}] {row.label}: {self.plan(self.states[row.label])}", flush=True)
         if not self.opts.dry_run:
             missing = sorted({f"{st.dataset.name}: {st.bin_dir}" for label, st in self.states.items()
                               if label in needed and not (st.bin_dir / f"dict.{st.data_cfg.langs(self.configs)[0]}.txt").is_file()})
@@ -490,12 +607,12 @@ class TableRun:
     # -- comparison ---------------------------------------------------------------
 
     def paper_metric(self, st: RowState) -> str:
-        return "tok_bleu" if st.dataset.tok_bleu else "bleu"
+        return "tok_bleu" if self.tok_kind(st) else "bleu"
 
     def compare(self):
         """Paired bootstrap of every scored row against its baseline row, in
         the paper's metric (and detokenized BLEU)."""
-        from fairseq_ctx.evaluation import compound_split_lines, paired_bootstrap, read_generate_log, read_lines
+        from fairseq_ctx.evaluation import paired_bootstrap, read_generate_log, read_lines
 
         cache: Dict[str, Any] = {}
 
@@ -505,8 +622,7 @@ class TableRun:
                 hyps = read_generate_log(st.gen_log, len(refs), "D")
                 split = None
                 if st.score.get("tok_bleu") is not None:
-                    lang = st.score["tok_lang"]
-                    split = (compound_split_lines(hyps, lang), compound_split_lines(refs, lang))
+                    split = (tokenize_for(st.score, hyps), tokenize_for(st.score, refs))
                 cache[st.row.label] = (refs, hyps, split)
             return cache[st.row.label]
 
@@ -541,18 +657,36 @@ class TableRun:
 # ---------------------------------------------------------------------------
 
 
-def score_generation(gen_log: Path, ref: Path, tok_lang: Optional[str]) -> Dict[str, Any]:
+def tokenize_for(score: Dict[str, Any], lines: Sequence[str]) -> List[str]:
+    """``lines`` as the paper's tokenized BLEU of ``score`` sees them:
+    Moses-tokenized, and compound-split for "compound-split" (also the kind
+    of a score.json written before the kind was recorded)."""
+    from fairseq_ctx.evaluation import compound_split_lines
+    from fairseq_ctx.evaluation.bleu import moses_tokenize
+    if score.get("tok_kind") == "multi-bleu":
+        return moses_tokenize(lines, score["tok_lang"])
+    return compound_split_lines(lines, score["tok_lang"])
+
+
+def score_generation(gen_log: Path, ref: Path, tok_lang: Optional[str],
+                     tok_kind: Optional[str] = "compound-split") -> Dict[str, Any]:
     """Score a fairseq-generate log against the detokenized reference: every
-    sentence id of the reference must have its ``D-`` line (none dropped)."""
+    sentence id of the reference must have its ``D-`` line (none dropped).
+    With ``tok_lang``, also the paper's tokenized BLEU of kind ``tok_kind``:
+    "compound-split", or "multi-bleu" (Moses-tokenized, nothing split)."""
     from fairseq_ctx.evaluation import compound_split_bleu, detok_bleu, read_generate_log, read_lines
+    from fairseq_ctx.evaluation.bleu import moses_tokenize, tokenized_bleu
 
     refs = read_lines(ref)
     hyps = read_generate_log(gen_log, len(refs), "D")
     bleu, sig = detok_bleu(hyps, refs)
     out = {"bleu": bleu, "signature": sig, "sentences": len(refs), "reference": str(ref),
            "generate_log": str(gen_log), "sentences_per_s": parse_generate_speed(gen_log),
-           "tok_bleu": None, "tok_signature": None, "tok_lang": tok_lang}
-    if tok_lang:
+           "tok_bleu": None, "tok_signature": None, "tok_lang": tok_lang, "tok_kind": tok_kind if tok_lang else None}
+    if tok_lang and tok_kind == "multi-bleu":
+        score, sig = tokenized_bleu(moses_tokenize(hyps, tok_lang), moses_tokenize(refs, tok_lang))
+        out["tok_bleu"], out["tok_signature"] = score, f"{sig}|pre:moses-{tok_lang}"
+    elif tok_lang:
         out["tok_bleu"], out["tok_signature"] = compound_split_bleu(hyps, refs, lang=tok_lang)
     return out
 
