@@ -320,13 +320,43 @@ def test_share_accumulator():
     acc = ShareAccumulator(len(d))
     acc.add(tokens, share, keep, torch.tensor([False, True]))
     res = acc.result(d, min_count=2)
-    assert res["types"]["w1"] == {"mean_context_share": 0.25, "mean_position": 0.0, "count": 2}
+    assert res["types"]["w1"] == {"mean_context_share": 0.25, "mean_position": 0.0, "count": 2,
+                                  "mean_context_share_non_initial": None, "count_non_initial": 0}
     assert res["types"]["w2"]["count"] == 3
     assert res["types"]["w2"]["mean_context_share"] == pytest.approx((0.25 + 0.75 + 0.25) / 3)
     assert res["types"]["w2"]["mean_position"] == pytest.approx((1 + 1 + 2) / 3)
     assert res["ranking"] == ["w2", "w1"]
     assert res["mean_context_share_empty_context"] == pytest.approx(0.25)
     assert res["mean_context_share_with_context"] == pytest.approx((0.25 + 0.75 + 0.25) / 3)
+
+
+def test_context_attention_rankings_exclude_the_initial_position_and_apply_the_threshold():
+    """A sentence-initial word with a high share tops the first ranking and
+    is absent from the second; the threshold counts each ranking's own
+    occurrences. Shares by hand: x opens both sentences (0.9, 0.8) and
+    appears once later (0.1); y is always later (0.5, 0.6, 0.4); z once
+    (0.95). (Tried: ``position > 0`` -> ``position >= 0`` fails; the
+    threshold applied to ``count`` for both rankings fails.)"""
+    from fairseq_ctx.analysis.ctxenc_context_attention import ShareAccumulator, format_table
+
+    d = toy_dictionary(10)
+    x, y, z = (d.index(w) for w in ("w1", "w2", "w3"))
+    tokens = torch.tensor([[x, y, y, x, 2], [1, x, y, z, 2]])  # the second left-padded
+    share = torch.tensor([[0.9, 0.5, 0.6, 0.1, 0.0], [0.0, 0.8, 0.4, 0.95, 0.0]])
+    keep = tokens.ne(1) & tokens.ne(2)
+    acc = ShareAccumulator(len(d))
+    acc.add(tokens, share, keep, torch.tensor([True, True]))
+    res = acc.result(d, min_count=2)
+    assert res["types"]["w1"]["mean_context_share"] == pytest.approx((0.9 + 0.8 + 0.1) / 3)
+    assert res["types"]["w1"]["mean_context_share_non_initial"] == pytest.approx(0.1)
+    assert res["types"]["w1"]["count_non_initial"] == 1
+    assert res["types"]["w2"]["mean_context_share_non_initial"] == pytest.approx((0.5 + 0.6 + 0.4) / 3)
+    assert res["ranking"] == ["w1", "w2"]            # z seen once: below the threshold
+    assert res["ranking_non_initial"] == ["w2"]      # x has one non-initial occurrence only
+    assert acc.result(d, min_count=1)["ranking_non_initial"] == ["w3", "w2", "w1"]
+    table = format_table(res, 10)
+    assert "all positions; types with >= 2 such occurrences (2 ranked)" in table
+    assert "sentence-initial position excluded; types with >= 2 such occurrences (1 ranked)" in table
 
 
 def test_context_attention_script(trained, tmp_path):

@@ -106,6 +106,9 @@ def test_context_attention_hook(run):
     summary = analyses.ContextAttention("ctxenc", "voita/task_previous.args").run(run)
     assert (run.table_dir / "context_attention.json").is_file()
     assert "words with the largest share of attention to context (ctxenc" in summary
+    # smoke settings: every type ranked; both rankings printed under their settings
+    assert "all positions; types with >= 1 such occurrences" in summary
+    assert "sentence-initial position excluded; types with >= 1 such occurrences" in summary
 
 
 def test_bow_prediction_hook(run):

@@ -193,10 +193,12 @@ class ContextAttention(Analysis):
         elif run.opts.cpu:
             argv += ["--cpu"]
         if not out.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)  # the script writes a file, not a directory
             self._call("fairseq_ctx.analysis.ctxenc_context_attention", argv)
         from fairseq_ctx.analysis.ctxenc_context_attention import format_table
-        return (f"words with the largest share of attention to context ({self.row}; test set; "
-                f"paper: it, yours, ones, you, I, yes, ...):\n" + format_table(json.loads(out.read_text()), self.top_k))
+        return (f"words with the largest share of attention to context ({self.row}; test set; paper: it, yours, "
+                f"ones, you, I, yes, ...; both rankings, settings on each):\n"
+                + format_table(json.loads(out.read_text()), self.top_k))
 
 
 class BowPrediction(Analysis):
