@@ -483,3 +483,71 @@ def test_gate_means_equal_a_hand_computation_without_padding(data_bin, trained, 
             assert row["positions"] == positions[side]
             for si, s in enumerate(("q", "k")):
                 assert row[f"lambda_{s}"] == pytest.approx(sums[side][li][si] / positions[side], rel=1e-5, abs=0)
+
+    # Figure 4 on the same tokens.jsonl: one tag for every word, so its mean is the all-word mean of the
+    # real tokens without </s> (the toy data has no subwords)
+    from fairseq_ctx.analysis import ctxsan_pos
+
+    raw = (data_bin.parent / "raw" / "valid.src").read_text().splitlines()
+    (tmp_path / "valid.tags").write_text("".join(" ".join(f"{w}_W" for w in line.split()) + "\n" for line in raw))
+    pos = ctxsan_pos.main([str(out / "tokens.jsonl"), "--tags", str(tmp_path / "valid.tags"), "--out",
+                           str(tmp_path / "pos")])["by_tag"]
+    assert pos["W"]["count"] == sum(len(line.split()) for line in raw) == positions["encoder"] - len(raw)
+    assert pos["W"]["lambda_q"] == pytest.approx(pos["all"]["lambda_q"])
+
+
+# ---------------------------------------------------------------- Figure 4: gates by part of speech
+
+POS_RECORDS = [  # two sentences of tokens.jsonl: layer 1 has no lambda_K (None), as a deep-only key layer
+    {"id": 0, "model": "m.pt", "tokens": ["the", "hou@@", "se", "is", "</s>"], "decoder_tokens": ["</s>"],
+     "encoder": {"lambda_q": [[0.2, 0.4, 0.6, 0.8, 0.9], [0.1, 0.3, 0.5, 0.7, 0.9]],
+                 "lambda_k": [None, [0.5, 0.5, 0.5, 0.5, 0.5]]}},
+    {"id": 1, "model": "m.pt", "tokens": ["a", "dog", "</s>"], "decoder_tokens": ["</s>"],
+     "encoder": {"lambda_q": [[0.3, 0.5, 0.9], [0.2, 0.4, 0.9]], "lambda_k": [None, [0.1, 0.2, 0.9]]}},
+]
+
+
+def test_subwords_merge_into_words():
+    from fairseq_ctx.analysis.ctxsan_pos import merge_subwords
+
+    assert merge_subwords(["the", "hou@@", "se", "is", "</s>"]) == [("the", [0]), ("house", [1, 2]), ("is", [3])]
+    assert merge_subwords(["\u2581the", "\u2581hou", "se", "\u2581is", "</s>"]) == \
+        [("the", [0]), ("house", [1, 2]), ("is", [3])]
+    assert merge_subwords(["a@@", "b@@", "c", "d"]) == [("abc", [0, 1, 2]), ("d", [3])]
+
+
+def test_gates_by_pos_by_hand(tmp_path, capsys):
+    """Per tag, the mean over words of each word's mean over its subwords
+    ("house" = (0.4 + 0.6) / 2 at layer 1), then over the layers with context.
+    (Tried: a word's lambda taken from its first subword only, and the tag
+    mean weighted by subwords instead of words: both fail.)"""
+    from fairseq_ctx.analysis import ctxsan_pos
+
+    conllu = ("# sent_id = 1\n1\tthe\tthe\tDET\t_\t_\t2\tdet\t_\t_\n2\thouse\thouse\tNOUN\t_\t_\t3\tnsubj\t_\t_\n"
+              "3\tis\tbe\tAUX\t_\t_\t0\troot\t_\t_\n\n1\ta\ta\tDET\t_\t_\t2\tdet\t_\t_\n"
+              "1.1\tx\tx\tX\t_\t_\t_\t_\t_\t_\n2\tdog\tdog\tNOUN\t_\t_\t0\troot\t_\t_\n\n")
+    (tmp_path / "v.conllu").write_text(conllu)
+    (tmp_path / "v.tags").write_text("the_DET house_NOUN is_AUX\na_DET dog_NOUN\n")
+    tags = ctxsan_pos.read_tags(str(tmp_path / "v.conllu"))
+    assert tags == ctxsan_pos.read_tags(str(tmp_path / "v.tags")) == \
+        [[("the", "DET"), ("house", "NOUN"), ("is", "AUX")], [("a", "DET"), ("dog", "NOUN")]]
+    res = ctxsan_pos.pos_means(POS_RECORDS, tags)
+    assert res["DET"]["count"] == 2 and res["NOUN"]["count"] == 2 and res["all"]["count"] == 5
+    assert res["DET"]["lambda_q_per_layer"] == pytest.approx([0.25, 0.15])
+    assert res["DET"]["lambda_q"] == pytest.approx(0.2)
+    assert res["NOUN"]["lambda_q_per_layer"] == pytest.approx([0.5, 0.4])   # house (0.5, 0.4), dog (0.5, 0.4)
+    assert res["NOUN"]["lambda_k_per_layer"][0] is None
+    assert res["NOUN"]["lambda_k"] == pytest.approx((0.5 + 0.2) / 2)
+    assert res["all"]["lambda_q_per_layer"] == pytest.approx([2.3 / 5, 1.8 / 5])
+    assert res["all"]["lambda_q"] == pytest.approx(0.41)
+    assert "VERB" in ctxsan_pos.pos_means(POS_RECORDS, tags, universal12=True)
+    # the command end to end
+    tokens = tmp_path / "tokens.jsonl"
+    tokens.write_text("".join(json.dumps(r) + "\n" for r in POS_RECORDS))
+    summary = ctxsan_pos.main([str(tokens), "--tags", str(tmp_path / "v.tags"), "--out", str(tmp_path / "pos")])
+    assert summary["by_tag"]["NOUN"]["lambda_q"] == pytest.approx(0.45)
+    assert (tmp_path / "pos" / "pos_gates.png").stat().st_size > 0 and "NOUN" in capsys.readouterr().out
+    # a tagging of another tokenization stops with the sentence id
+    (tmp_path / "bad.tags").write_text("the_DET house_NOUN is_AUX\na_DET do_NOUN g_X\n")
+    with pytest.raises(Exception, match="sentence id 1: 2 words"):
+        ctxsan_pos.pos_means(POS_RECORDS, ctxsan_pos.read_tags(str(tmp_path / "bad.tags")))
