@@ -58,6 +58,17 @@ def wit3_archive(release: str, src: str, tgt: str, page: str, releases: str) -> 
                    manual=WIT3_HINT.format(releases=releases, page=page), in_release=True)
 
 
+VOITA18 = f"{DATA_STATMT}/acl18_contextnmt_data"
+
+
+def voita2018(fname: str) -> Archive:
+    """Voita et al. 2018's release (the paper's footnote; the file names as
+    fetched by public scripts, e.g. ``${split}.en.context.gz``): gzip files
+    {train,dev,test}.{en,ru,en.context}.gz, already tokenized, one instance a
+    line, ``.en.context`` its previous English sentence."""
+    return Archive(f"acl18_contextnmt_data/{fname}.gz", f"{VOITA18}/{fname}.gz")
+
+
 STANFORD_ENVI = "https://nlp.stanford.edu/projects/nmt/data/iwslt15.en-vi"
 
 

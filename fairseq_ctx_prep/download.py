@@ -21,6 +21,7 @@ Where the raw files come from
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import re
 import shutil
@@ -41,7 +42,8 @@ class Archive:
     """A file to fetch. ``name`` is its local name (also its path under
     ``--mirror`` and ``--from``); ``url`` its official address, or None when
     it cannot be downloaded by a script (``manual`` then says how to get it).
-    Tar/zip archives are unpacked; any other file is used as it is."""
+    Tar/zip archives are unpacked, a single gzip-compressed file (``.gz``)
+    is decompressed; any other file is used as it is."""
     name: str
     url: Optional[str]
     md5: Optional[str] = None
@@ -54,6 +56,8 @@ class Archive:
             return "zip"
         if self.name.endswith((".tgz", ".tar.gz", ".tar")):
             return "tar"
+        if self.name.endswith(".gz"):
+            return "gz"
         return "file"
 
 
@@ -157,6 +161,8 @@ class Fetcher:
             else:
                 self.log(f"using the unpacked files of {archive.name} in {self.from_dir}")
                 return unpacked
+        if archive.kind == "gz":
+            return {None: self._gunzipped(archive)}
         path = self._archive_path(archive, specs)
         if archive.kind == "file":
             return {None: path}
@@ -173,6 +179,30 @@ class Fetcher:
         for spec in specs:
             result[spec] = next(out / alt for alt in _alternatives(spec) if (out / alt).is_file())
         return result
+
+    def _gunzipped(self, archive: Archive) -> Path:
+        """The decompressed text of a ``.gz`` file: ``--from DIR`` may hold it
+        already decompressed (``DIR/NAME`` without ``.gz``); otherwise it is
+        fetched as any file and decompressed once into ``orig/``."""
+        plain_name = archive.name[:-3]
+        if self.from_dir is not None and (self.from_dir / plain_name).is_file():
+            self.log(f"using the decompressed {self.from_dir / plain_name}")
+            return self.from_dir / plain_name
+        path = self._archive_path(archive, [])
+        out = self.orig / plain_name
+        if out.is_file():
+            self.log(f"{archive.name}: already decompressed, skipping")
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        part = out.with_name(out.name + ".part")
+        try:
+            with gzip.open(path, "rb") as fin, open(part, "wb") as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+        except (OSError, EOFError) as err:   # not gzip, or truncated
+            part.unlink(missing_ok=True)
+            raise PrepError(f"{path}: cannot decompress ({err})") from None
+        part.replace(out)
+        return out
 
     def _archive_path(self, archive: Archive, specs: List[str]) -> Path:
         if self.from_dir is not None:
@@ -241,7 +271,7 @@ class Fetcher:
                 raise PrepError(f"{label}: md5 {got} differs from {archive.md5} published for "
                                 f"{archive.url} (wrong or damaged file; --skip-checksums to "
                                 "use it anyway)")
-        if archive.kind != "file":
+        if archive.kind in ("zip", "tar"):
             pick_members(archive_names(path, archive.kind), specs, label)
 
 

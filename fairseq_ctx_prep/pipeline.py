@@ -42,8 +42,8 @@ from .archives import ARCHIVES
 from .download import Fetcher, Need, mirror_prefix
 from .files import (SPLITS, Log, Markers, PrepError, count_lines, fresh_dir, idx_length,
                     iter_lines, publish_dir, run_logged)
-from .text import (iwslt_train_pair, keep_pair, map_file, moses_unescape, plain_pairs, sgml_pairs,
-                   split_group)
+from .text import (clean_line, iwslt_train_pair, keep_pair, map_file, moses_unescape, plain_pairs,
+                   sgml_pairs, split_group)
 
 # Bump when the output of a step changes, so old markers no longer match.
 PIPELINE_VERSION = 2   # 2: En-Vi unescaped in text/, split sizes checked
@@ -54,10 +54,13 @@ log = Log("prepare")
 @dataclass
 class Corpus:
     """How one split is read: ``kind`` plain | sgml | iwslt-train | groups |
-    unescape; two Needs (source side, target side)."""
+    unescape; two Needs (source side, target side), and with ``ctx`` a third:
+    the context of every pair, one line each (Voita et al.'s 2018
+    ``.en.context``), read as plain lines beside the pairs."""
     kind: str
     src: Need
     tgt: Need
+    ctx: Optional[Need] = None
 
 
 @dataclass
@@ -71,6 +74,11 @@ class Spec:
     joined_dictionary: bool
     clean_ratio: float
     docids: bool = False                      # write {split}.{src}-{tgt}.docids
+    # every corpus has a ctx Need: the explicit source-side context of each pair
+    # goes through every step beside the source (text/tok/subword/final
+    # {split}.context.{src}) and is binarized with the source dictionary into
+    # bin/{split}.{src}-{tgt}.context.{src}, which --task document_translation reads
+    context: bool = False
     extra_train: List[Tuple[Path, Path]] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
     # valid/test -> (published number of sentence pairs, where it is published):
@@ -143,8 +151,32 @@ def describe_sizes(spec: Spec) -> str:
     return "expected " + (checked or "valid/test sizes: none published that we found, not checked")
 
 
+def context_name(spec: Spec, split: str) -> str:
+    """File name of a split's explicit context in text/, tok/, subword/, final/."""
+    return f"{split}.context.{spec.src}"
+
+
+def _with_context(corpus: Corpus, pairs: Iterator[Tuple[str, str, Optional[str]]], paths
+                  ) -> Iterator[Tuple[str, str, Optional[str], Optional[str]]]:
+    """The pairs of a corpus with the line of its context file beside each
+    (None without one); PrepError when the context file has another length."""
+    if corpus.ctx is None:
+        for a, b, doc in pairs:
+            yield a, b, doc, None
+        return
+    ctx_path = paths[(corpus.ctx[0].name, corpus.ctx[1])]
+    src_path = paths[(corpus.src[0].name, corpus.src[1])]
+    for row in itertools.zip_longest(pairs, iter_lines(ctx_path)):
+        if row[0] is None or row[1] is None:
+            raise PrepError(f"{ctx_path} and {src_path} have different line counts "
+                            f"({count_lines(ctx_path)} and {count_lines(src_path)})")
+        (a, b, doc), c = row
+        yield a, b, doc, clean_line(c)
+
+
 def step_text(dest: Path, spec: Spec, fetcher: Fetcher, skip_size_check: bool = False) -> dict:
-    needs = [n for corpora in spec.splits.values() for c in corpora for n in (c.src, c.tgt)]
+    needs = [n for corpora in spec.splits.values() for c in corpora
+             for n in (c.src, c.tgt) + ((c.ctx,) if c.ctx else ())]
     paths = fetcher.fetch(needs)
     tmp, counts = fresh_dir(dest / "text"), {}
     for split, corpora in spec.splits.items():
@@ -153,16 +185,19 @@ def step_text(dest: Path, spec: Spec, fetcher: Fetcher, skip_size_check: bool = 
         with open(tmp / f"{split}.{spec.src}", "w", encoding="utf-8") as fs, \
                 open(tmp / f"{split}.{spec.tgt}", "w", encoding="utf-8") as ft, \
                 open(tmp / f"{split}.docids" if spec.docids else os.devnull, "w",
-                     encoding="utf-8") as fd:
-            streams = [_corpus_pairs(c, paths) for c in sources]
+                     encoding="utf-8") as fd, \
+                open(tmp / context_name(spec, split) if spec.context else os.devnull, "w",
+                     encoding="utf-8") as fc:
+            streams = [_with_context(c, _corpus_pairs(c, paths), paths) for c in sources]
             if split == "train":
-                streams += [((a, b, None) for a, b in plain_pairs(ps, pt))
+                streams += [((a, b, None, None) for a, b in plain_pairs(ps, pt))
                             for ps, pt in spec.extra_train]
             for i, stream in enumerate(streams):
-                for a, b, doc in stream:
+                for a, b, doc, ctx in stream:
                     fs.write(a + "\n")
                     ft.write(b + "\n")
                     fd.write(f"{split}-{i}-{doc}\n")
+                    fc.write((ctx or "") + "\n")   # no context: an empty line
                     n += 1
         if n == 0:
             raise PrepError(f"no {split} sentence pairs were read")
@@ -179,6 +214,9 @@ def step_tok(dest: Path, spec: Spec, workers: int) -> None:
     for split in SPLITS:
         for lang in (spec.src, spec.tgt):
             map_file(dest / "text" / f"{split}.{lang}", tmp / f"{split}.{lang}", spec.tok[lang], workers)
+        if spec.context:   # source-side text: the source's processing
+            name = context_name(spec, split)
+            map_file(dest / "text" / name, tmp / name, spec.tok[spec.src], workers)
     publish_dir(tmp, dest / "tok")
 
 
@@ -223,6 +261,9 @@ def step_subword(dest: Path, spec: Spec, workers: int) -> None:
     for split in SPLITS:
         for lang, job in jobs.items():
             map_file(tok / f"{split}.{lang}", tmp / f"{split}.{lang}", job, workers)
+        if spec.context:
+            name = context_name(spec, split)
+            map_file(tok / name, tmp / name, jobs[spec.src], workers)
     publish_dir(tmp, final)
     log("subword: model(s) in " + ", ".join(sorted(p.name for p in final.iterdir()
                                                   if p.suffix in (".codes", ".model"))))
@@ -237,22 +278,29 @@ def step_clean(dest: Path, spec: Spec, args) -> dict:
             shutil.copyfile(sub / f"{split}.{lang}", tmp / f"{split}.{lang}")
         if spec.docids:
             shutil.copyfile(text / f"{split}.docids", tmp / f"{split}.docids")
+        if spec.context:
+            shutil.copyfile(sub / context_name(spec, split), tmp / context_name(spec, split))
     rows = zip(iter_lines(sub / f"train.{spec.src}"), iter_lines(sub / f"train.{spec.tgt}"),
-               iter_lines(text / "train.docids") if spec.docids else itertools.count())
+               iter_lines(text / "train.docids") if spec.docids else itertools.count(),
+               iter_lines(sub / context_name(spec, "train")) if spec.context else itertools.repeat(""))
     # a unit is kept or dropped whole: a document, or a single pair
     units = (list(g) for _, g in itertools.groupby(rows, key=lambda row: row[2]))
     kept = total = 0
     with open(tmp / f"train.{spec.src}", "w", encoding="utf-8") as fs, \
             open(tmp / f"train.{spec.tgt}", "w", encoding="utf-8") as ft, \
-            open(tmp / "train.docids" if spec.docids else os.devnull, "w", encoding="utf-8") as fd:
+            open(tmp / "train.docids" if spec.docids else os.devnull, "w", encoding="utf-8") as fd, \
+            open(tmp / context_name(spec, "train") if spec.context else os.devnull, "w",
+                 encoding="utf-8") as fc:
         for unit in units:
             total += len(unit)
-            if all(keep_pair(s, t, args.min_len, args.max_len, spec.clean_ratio) for s, t, _ in unit):
+            # the context is not filtered: it is cut to the model's positions when read
+            if all(keep_pair(s, t, args.min_len, args.max_len, spec.clean_ratio) for s, t, _, _ in unit):
                 kept += len(unit)
-                for s, t, d in unit:
+                for s, t, d, c in unit:
                     fs.write(s + "\n")
                     ft.write(t + "\n")
                     fd.write(f"{d}\n")
+                    fc.write(c + "\n")
     if kept == 0:
         raise PrepError(f"cleaning kept no training pair of {total} (check --min-len, "
                         "--max-len, --clean-ratio)")
@@ -264,6 +312,11 @@ def step_clean(dest: Path, spec: Spec, args) -> dict:
 
 def bin_prefix(bin_dir: Path, spec: Spec, split: str, lang: str) -> Path:
     return bin_dir / f"{split}.{spec.src}-{spec.tgt}.{lang}"
+
+
+def context_prefix(bin_dir: Path, spec: Spec, split: str) -> Path:
+    """Where --task document_translation looks for a split's explicit context."""
+    return bin_dir / f"{split}.{spec.src}-{spec.tgt}.context.{spec.src}"
 
 
 def verify_counts(dest: Path, spec: Spec) -> Dict[str, int]:
@@ -280,6 +333,11 @@ def verify_counts(dest: Path, spec: Spec) -> Dict[str, int]:
             seen[f"bin {lang}"] = idx_length(idx)
         if spec.docids:
             seen["docids"] = count_lines(dest / "bin" / f"{split}.{spec.src}-{spec.tgt}.docids")
+        if spec.context:
+            idx = Path(str(context_prefix(dest / "bin", spec, split)) + ".idx")
+            if not idx.is_file():
+                raise PrepError(f"{idx} is missing; rerun with --force")
+            seen["context"] = idx_length(idx)
         if len(set(seen.values())) != 1:
             raise PrepError(f"line counts disagree for {split}: {seen}; rerun with --force")
         counts[split] = seen[f"final {spec.src}"]
@@ -298,6 +356,20 @@ def step_binarize(dest: Path, spec: Spec, workers: int) -> None:
     if spec.docids:
         for split in SPLITS:
             shutil.copyfile(final / f"{split}.docids", tmp / f"{split}.{spec.src}-{spec.tgt}.docids")
+    if spec.context:
+        # the context with the source dictionary: fairseq-preprocess --only-source
+        # writes {split}.{src}-None.{src}.{bin,idx}, renamed to context_prefix
+        ctx_tmp = fresh_dir(dest / "bin-context")
+        run_logged([sys.executable, "-m", "fairseq_cli.preprocess", "--only-source",
+                    "--source-lang", spec.src, "--srcdict", str(tmp / f"dict.{spec.src}.txt"),
+                    "--trainpref", str(final / "train.context"), "--validpref", str(final / "valid.context"),
+                    "--testpref", str(final / "test.context"), "--destdir", str(ctx_tmp),
+                    "--workers", str(max(1, workers))], dest / "binarize-context.log")
+        for split in SPLITS:
+            for ext in ("bin", "idx"):
+                (ctx_tmp / f"{split}.{spec.src}-None.{spec.src}.{ext}").rename(
+                    Path(f"{context_prefix(tmp, spec, split)}.{ext}"))
+        shutil.rmtree(ctx_tmp)
     publish_dir(tmp, dest / "bin")
     verify_counts(dest, spec)
 

@@ -481,8 +481,69 @@ def test_iwslt(tmp_path, pair):
     check_rerun("iwslt", dest, *args)
 
 
+def test_opensubtitles_en_ru_2018_release(tmp_path):
+    """The default release (Voita et al. 2018): gzip files {train,dev,test}.
+    {en,ru,en.context}.gz at data.statmt.org/acl18_contextnmt_data, through
+    --mirror; every instance keeps its previous sentence as explicit context,
+    which the document task reads (no docids); separate BPE per language."""
+    import gzip
+
+    mirror, dest = tmp_path / "mirror", tmp_path / "out"
+    sizes = {"train": 40, "dev": 6, "test": 7}
+    data = {}
+    for n, (split, size) in enumerate(sizes.items()):
+        rows = pairs(size + 1, 60 + n, "ru")
+        en, ru = [e for e, _ in rows[1:]], [r for _, r in rows[1:]]
+        ctx = [e for e, _ in rows[:-1]]
+        ctx[2] = ""   # an instance without context (the first line of a film)
+        data[split] = (en, ru, ctx)
+        for ext, text in (("en", en), ("ru", ru), ("en.context", ctx)):
+            path = mirror / "acl18_contextnmt_data" / f"{split}.{ext}.gz"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(gzip.compress(lines(text).encode("utf-8")))
+    args = ["--mirror", mirror, "--dest", dest, "--merges", "50", "--workers", "1"]
+    # dev and test are 10000 instances each in the release: one line, no marker
+    proc = run_script("opensubtitles-en-ru", *args, check=False)
+    assert_one_line_error(proc, "valid has 6 sentence pairs", "dev of Voita et al. 2018 has 10000")
+    assert no_markers(dest)
+    args.append("--skip-size-check")
+    out = run_script("opensubtitles-en-ru", *args).stdout
+    assert "about 2M instances" in out
+    stats = check_outputs(dest, "en", "ru", 6, 7)
+    assert stats["text"]["train"] == 40
+    assert not list((dest / "bin").glob("*.docids"))
+    assert (dest / "subword" / "en.codes").is_file() and (dest / "subword" / "ru.codes").is_file()
+    for split, n in (("train", 40), ("valid", 6), ("test", 7)):
+        assert idx_count(dest / "bin" / f"{split}.en-ru.context.en") == n
+    assert (dest / "text" / "test.context.en").read_text().splitlines() == data["test"][2]
+    # the document task: line i's context is line i of .en.context, none where it is empty
+    import fairseq_ctx  # noqa: F401  (registers the task)
+    from fairseq import options, tasks
+    task = tasks.setup_task(options.parse_args_and_arch(options.get_training_parser(), [
+        str(dest / "bin"), "--task", "document_translation", "--source-lang", "en", "--target-lang", "ru",
+        "--arch", "transformer_ctxenc_tiny", "--user-dir", str(REPO / "fairseq_ctx")]))
+    task.load_dataset("test")
+    ds, vocab = task.dataset("test"), task.source_dictionary
+    bpe_ctx = (dest / "final" / "test.context.en").read_text().splitlines()
+    for i in range(7):
+        item = ds[i]
+        ctx = item.get("context")
+        got = vocab.string(ctx) if ctx is not None and len(ctx) else ""
+        # the source dictionary's view of the line (a subword unseen in train.en is <unk>, as in a source)
+        want = vocab.string(vocab.encode_line(bpe_ctx[i], add_if_not_exist=False)) if bpe_ctx[i] else ""
+        assert got == want, (i, got, want)
+    assert bpe_ctx[2] == ""
+    # next context needs documents: one line naming the file and the 2019 release
+    task = tasks.setup_task(options.parse_args_and_arch(options.get_training_parser(), [
+        str(dest / "bin"), "--task", "document_translation", "--context-mode", "next",
+        "--source-lang", "en", "--target-lang", "ru", "--arch", "transformer_ctxenc_tiny"]))
+    with pytest.raises(Exception, match="--context-mode next needs documents.*--release 2019"):
+        task.load_dataset("test")
+    check_rerun("opensubtitles-en-ru", dest, *args)
+
+
 def test_opensubtitles_en_ru(tmp_path):
-    """--from with the zip; groups of 4 become documents with docids."""
+    """--release 2019, --from with the zip; groups of 4 become documents with docids."""
     raw, dest = tmp_path / "raw", tmp_path / "out"
     members = {}
     groups = {"train": 12, "dev": 3, "test": 4}
@@ -495,7 +556,7 @@ def test_opensubtitles_en_ru(tmp_path):
         members[f"data_to_publish/context_aware/en_{split}"] = lines(en)
         members[f"data_to_publish/context_aware/ru_{split}"] = lines(ru)
     make_zip(raw / "acl19_good_translation_wrong_in_context.zip", members)
-    args = ["--from", raw, "--dest", dest, "--merges", "60", "--workers", "1"]
+    args = ["--from", raw, "--dest", dest, "--merges", "60", "--workers", "1", "--release", "2019"]
     run_script("opensubtitles-en-ru", *args)
     stats = check_outputs(dest, "en", "ru", 4 * 3, 4 * 4, docids=True)
     assert stats["text"]["train"] == 48 and stats["clean"]["train"] == 44
@@ -515,7 +576,8 @@ def test_opensubtitles_en_ru(tmp_path):
     # --from a directory without the data: one line naming what was looked for
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = run_script("opensubtitles-en-ru", "--from", empty, "--dest", tmp_path / "none", check=False)
+    proc = run_script("opensubtitles-en-ru", "--from", empty, "--dest", tmp_path / "none", "--release", "2019",
+                      check=False)
     assert_one_line_error(proc, "missing raw file",
                           str(empty.resolve() / "acl19_good_translation_wrong_in_context.zip"))
     assert no_markers(tmp_path / "none")

@@ -61,7 +61,9 @@ DATASETS: Dict[str, Dataset] = {d.name: d for d in [
     _iwslt("es", "en", "es-en"), _iwslt("en", "es", "es-en"),
     _iwslt("fr", "en", "fr-en"), _iwslt("en", "fr", "fr-en"),
     _iwslt("ro", "en", "ro-en"), _iwslt("en", "ro", "ro-en"),
-    Dataset("opensubtitles_en_ru", "data/opensubtitles-en-ru/bin", "OpenSubtitles2018 En->Ru"),
+    Dataset("opensubtitles_en_ru", "data/opensubtitles-en-ru/bin", "OpenSubtitles2018 En->Ru (Voita et al. 2018)"),
+    Dataset("opensubtitles_en_ru_2019", "data/opensubtitles-en-ru-2019/bin",
+            "OpenSubtitles2018 En->Ru (Voita et al. 2019 groups)"),
 ]}
 
 SMOKE_DATASET = "bible"

@@ -9,6 +9,15 @@ of consecutive lines with the same id.  A missing docids file, a docids file
 whose line count differs from the data, and ``--context-size < 0`` fail when
 the split is loaded, with a message naming the file or flag.
 
+Explicit context instead of documents: when ``{split}.{src}-{tgt}.context.{src}``
+(``.bin``/``.idx``, binarized with the source dictionary) lies beside a split,
+line ``i`` of it is sentence ``i``'s context (an empty line: none) and no
+docids are read (Voita et al. 2018's release, whose ``.en.context`` gives
+each instance its previous sentence; ``scripts/prepare-opensubtitles-en-ru.sh``
+writes it).  ``previous`` (``--context-size`` 0 or 1), ``random`` and
+``--shuffle-context`` work on it; ``next``, a larger size and
+``--target-context`` need documents and stop with one line naming the file.
+
 Context of sentence ``i`` (see ``fairseq_ctx.data.document_context_dataset``):
 ``--context-mode previous`` (default) the ``--context-size`` (default 1)
 preceding source sentences of its document, empty at a document start;
@@ -86,7 +95,7 @@ import numpy as np
 import torch
 
 from fairseq import utils
-from fairseq.data import LanguagePairDataset
+from fairseq.data import LanguagePairDataset, data_utils, indexed_dataset
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
@@ -214,25 +223,72 @@ class DocumentTranslationTask(TranslationTask):
                 f"{num_lines} sentences; the docids file must have one line per sentence")
         return np.array(docids)
 
+    def explicit_context_prefix(self, data_path: str, split: str) -> Optional[str]:
+        """``{split}.{src}-{tgt}.context.{src}`` (``.bin``/``.idx``; the pair may be
+        reversed) when it exists: the context sentence of every line, binarized
+        with the source dictionary (Voita et al. 2018's ``.en.context``, written
+        by ``scripts/prepare-opensubtitles-en-ru.sh``). It takes the place of
+        docids for the split."""
+        src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        for a, b in ((src, tgt), (tgt, src)):
+            prefix = os.path.join(data_path, f"{split}.{a}-{b}.context.{src}")
+            if indexed_dataset.dataset_exists(prefix, impl="mmap"):
+                return prefix
+        return None
+
+    def _explicit_context(self, prefix: str, pair):
+        """(context index, pool, pool sizes) from an explicit context file: line
+        ``i``'s context is line ``i`` of the file (none where it is empty)."""
+        n = len(pair)
+        ctx = data_utils.load_indexed_dataset(prefix, self.source_dictionary, dataset_impl="mmap")
+        if ctx is None or len(ctx) != n:
+            raise DataError(f"document_translation: {prefix}.idx has {0 if ctx is None else len(ctx)} lines but "
+                            f"the split has {n} sentences; the context file must have one line per sentence")
+        size, mode = self.cfg.context_size, self.cfg.context_mode
+        if mode == "next":
+            raise ConfigError(f"--context-mode next needs documents (docids): {prefix} holds only each sentence's "
+                              "previous sentence (use the 2019 release: prepare-opensubtitles-en-ru.sh --release 2019)")
+        if mode == "random":   # random sentences of the split, as with docids
+            index = compute_context_index(np.arange(n), size, "random", seed=self.cfg.context_seed,
+                                          shuffle=self.cfg.shuffle_context)
+            return index, pair.src, pair.src_sizes
+        if size > 1:
+            raise ConfigError(f"--context-size {size}: {prefix} holds one context sentence per line")
+        present = np.asarray(ctx.sizes) > 1   # an empty line is binarized as </s> alone
+        index = np.where(present, np.arange(n), -1)[:, None][:, :size]
+        if self.cfg.shuffle_context and n > 1:   # as compute_context_index shuffles
+            index = index[np.random.default_rng(self.cfg.context_seed).permutation(n)]
+        return index.astype(np.int64), ctx, ctx.sizes
+
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         paths = utils.split_paths(self.cfg.data)
         if split != self.cfg.train_subset:
             paths = paths[:1]
         data_path = paths[(epoch - 1) % len(paths)]
-        docids_file = self.docids_path(data_path, split)
+        ctx_prefix = self.explicit_context_prefix(data_path, split)
+        if ctx_prefix is not None and self.glues_target_context:
+            raise ConfigError(f"--target-context needs the previous target sentences, which {ctx_prefix} (source "
+                              "side only) does not have")
+        docids_file = None if ctx_prefix else self.docids_path(data_path, split)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         pair = self.datasets[split]
-        docids = self.read_docids(docids_file, len(pair))
-        index = compute_context_index(docids, self.cfg.context_size, self.cfg.context_mode,
-                                      seed=self.cfg.context_seed, shuffle=self.cfg.shuffle_context)
+        if ctx_prefix is not None:
+            index, pool, pool_sizes = self._explicit_context(ctx_prefix, pair)
+            source = f"explicit context {os.path.basename(ctx_prefix)}"
+        else:
+            docids = self.read_docids(docids_file, len(pair))
+            index = compute_context_index(docids, self.cfg.context_size, self.cfg.context_mode,
+                                          seed=self.cfg.context_seed, shuffle=self.cfg.shuffle_context)
+            pool, pool_sizes = pair.src, pair.src_sizes
+            source = f"{len(set(docids.tolist()))} documents"
         self.datasets[split] = DocumentContextDataset(
-            pair, index, pair.src, pair.src_sizes, self.sep, input_mode=self._input_mode(),
+            pair, index, pool, pool_sizes, self.sep, input_mode=self._input_mode(),
             max_context_tokens=self.cfg.max_source_positions, **self._target_context_args(pair))
         if split == self.cfg.train_subset and combine:
             # fairseq-train loads its training split with combine=True; only
             # that split keeps --required-batch-size-multiple (get_batch_iterator)
             self._training_dataset = self.datasets[split]
-        logger.info(f"{split}: {len(pair)} sentences in {len(set(docids.tolist()))} documents, "
+        logger.info(f"{split}: {len(pair)} sentences, {source}, "
                     f"context {self.cfg.context_mode} x{self.cfg.context_size}"
                     f"{' shuffled' if self.cfg.shuffle_context else ''}, input {self._input_mode()}")
 
