@@ -7,7 +7,6 @@ test_probing and test_ctxenc."""
 import json
 import random
 import shutil
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
