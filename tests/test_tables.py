@@ -482,3 +482,17 @@ def test_length_buckets_hook_counts_binarized_subwords(tmp_path):
     assert res["groups"] == 6 and res["paper_unit"] == "subword tokens" and res["src"].endswith("test.en-de.en")
     assert res["buckets"][0]["bleu"]["Enc-DC"] == pytest.approx(100.0)
     assert "6 groups closed on the left" in summary and (tmp_path / "out" / "length_buckets.png").is_file()
+
+
+def test_dictionary_sizes_and_the_ctxsan_parameter_note(tmp_path):
+    """ctxsan's 88.0M implies a 28.6k vocabulary: every ctxsan table says so, and
+    every table prints the dictionary sizes of its data beside our counts."""
+    from fairseq_ctx.tables import get_table
+    from fairseq_ctx.tables.reporting import dictionary_sizes
+
+    (tmp_path / "dict.en.txt").write_text("the 10\nhouse 3\nmadeupword0000 0\n")
+    (tmp_path / "dict.de.txt").write_text("das 9\n")
+    assert dictionary_sizes(tmp_path, "en", "de") == {"en": 7, "de": 5}
+    assert dictionary_sizes(tmp_path / "none", "en", "de") == {}
+    for name in ("ctxsan-table1", "ctxsan-table2", "ctxsan-table3"):
+        assert any("V is about 28.6k" in n and "1.5M" in n for n in get_table(name).notes), name

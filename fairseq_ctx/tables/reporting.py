@@ -94,6 +94,15 @@ def _footnotes(run, tok: bool) -> List[str]:
             flavours[run.flavour(st)].append(title)
     for flavour, titles in flavours.items():
         notes.append(f"paper's BLEU on {', '.join(titles)}: {BLEU_FLAVOURS[flavour][1]}")
+    dicts = []
+    for st in run.states.values():
+        sizes = dictionary_sizes(st.bin_dir, *st.data_cfg.langs(run.configs))
+        line = f"{st.data_cfg.title}: " + ", ".join(f"{lang} {n}" for lang, n in sizes.items())
+        if sizes and line not in dicts:
+            dicts.append(line)
+    if dicts:
+        notes.append("dictionaries (entries of dict.LANG.txt + 4 fairseq specials; the document task adds <sep>): "
+                     + "; ".join(dicts))
     ref = run.speed_ref()
     notes.append(f"params: ours (difference from the row's baseline); speeds: ours relative to "
                  f"{ref.row.label if ref else '-'} (train: updates/s, decode: sentences/s of fairseq-generate)")
@@ -104,6 +113,20 @@ def _footnotes(run, tok: bool) -> List[str]:
         notes.append("paper: " + run.table.paper_note)
     notes += list(run.table.notes)
     return [""] + notes
+
+def dictionary_sizes(bin_dir, src: str, tgt: str) -> Dict[str, int]:
+    """Size of each side's fairseq dictionary (entries of ``dict.LANG.txt``
+    plus the 4 symbols fairseq adds: <s>, <pad>, </s>, <unk>); empty where
+    the files are missing (a dry run before the data is prepared)."""
+    from pathlib import Path
+    out = {}
+    for lang in (src, tgt):
+        path = Path(bin_dir) / f"dict.{lang}.txt"
+        if path.is_file():
+            with open(path, encoding="utf-8") as f:
+                out[lang] = sum(1 for line in f if line.strip()) + 4
+    return out
+
 
 def as_json(run) -> Dict[str, Any]:
     """Every row's configs, status, numbers and the paper's, for ``table.json``."""
