@@ -58,6 +58,33 @@ def wit3_archive(release: str, src: str, tgt: str, page: str, releases: str) -> 
                    manual=WIT3_HINT.format(releases=releases, page=page), in_release=True)
 
 
+# CWMT (the Chinese-English corpora of WMT17 besides NC v12 and UN) needs a
+# registration: http://nlp.nju.edu.cn/cwmt-wmt/ (linked from the WMT17
+# translation-task page). Member paths as unpacked by public recipes
+# (tensorflow/tensor2tensor data_generators/translate_enzh.py: cwmt/casia2015/
+# casia2015_ch.txt ...; fairseq's CCMT_DIR/casict2011/casict-A_ch.txt ...),
+# with or without the leading cwmt/.
+CWMT = Archive("cwmt.tgz", None, manual=(
+    "CWMT needs a registration: get it from http://nlp.nju.edu.cn/cwmt-wmt/ (linked from "
+    "https://www.statmt.org/wmt17/translation-task.html), unpack it and pass --from DIR with DIR "
+    "holding cwmt.tgz or its folders (casia2015/, casict2011/, casict2015/, datum2015/, datum2017/, "
+    "neu2017/)"))
+# (folder, Chinese file, English file); datum2017's Chinese is word-segmented
+CWMT_CORPORA = ([("casia2015", "casia2015_ch.txt", "casia2015_en.txt"),
+                 ("casict2011", "casict-A_ch.txt", "casict-A_en.txt"),
+                 ("casict2011", "casict-B_ch.txt", "casict-B_en.txt"),
+                 ("casict2015", "casict2015_ch.txt", "casict2015_en.txt"),
+                 ("datum2015", "datum_ch.txt", "datum_en.txt"),
+                 ("neu2017", "NEU_cn.txt|NEU_ch.txt", "NEU_en.txt")]
+                + [("datum2017", f"Book{i}_cn.txt", f"Book{i}_en.txt") for i in range(1, 21)])
+
+
+def cwmt_member(folder: str, fnames: str) -> str:
+    """Member spec of a CWMT file: ``fnames`` may list alternatives ("a|b"),
+    each looked for under cwmt/FOLDER/ and FOLDER/."""
+    return "|".join(f"{root}{folder}/{f}" for f in fnames.split("|") for root in ("cwmt/", ""))
+
+
 VOITA18 = f"{DATA_STATMT}/acl18_contextnmt_data"
 
 

@@ -220,7 +220,9 @@ class Fetcher:
                            f"{more})")
             if archive.in_release:
                 wanted += f" (or {release} holding it)"
-            raise PrepError(f"missing raw file: {wanted}")
+            # a file no script can download: say where to get it
+            hint = f"; {archive.manual}" if archive.url is None and archive.manual else ""
+            raise PrepError(f"missing raw file: {wanted}{hint}")
         local = self.orig / archive.name
         if local.is_file():
             self.log(f"{archive.name}: already downloaded, skipping")

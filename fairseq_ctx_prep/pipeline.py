@@ -87,6 +87,9 @@ class Spec:
     # the training size the paper(s) report, printed beside ours (never checked:
     # cleaning and corpus versions move it)
     paper_train: str = ""
+    # the same as a number, where one paper is followed: a warning when the
+    # cleaned training count is more than 10% away from it
+    paper_train_pairs: Optional[int] = None
 
 
 def need(archive_key_or_archive, member: Optional[str]) -> Need:
@@ -118,6 +121,12 @@ def _corpus_pairs(corpus: Corpus, paths) -> Iterator[Tuple[str, str, Optional[st
         # characters, and never again later (that would unescape "&amp;apos;" twice)
         for a, b in plain_pairs(s, t):
             yield moses_unescape(a), moses_unescape(b), None
+    elif corpus.kind == "unsegment-src":
+        # CWMT datum2017's Chinese is word-segmented; the spaces are removed so
+        # that it is raw text like every other Chinese file (as fairseq's
+        # examples/multilingual/data_scripts/download_wmt20.sh, prepare_ccmt)
+        for a, b in plain_pairs(s, t):
+            yield a.replace(" ", ""), b, None
     elif corpus.kind == "iwslt-train":
         for a, b in plain_pairs(s, t):
             pair = iwslt_train_pair(a, b)
@@ -307,6 +316,9 @@ def step_clean(dest: Path, spec: Spec, args) -> dict:
     publish_dir(tmp, dest / "final")
     log(f"clean: kept {kept} of {total} training pairs"
         + (f" (the paper: {spec.paper_train})" if spec.paper_train else ""))
+    if spec.paper_train_pairs and abs(kept - spec.paper_train_pairs) > 0.1 * spec.paper_train_pairs:
+        log(f"warning: {kept} training pairs are more than 10% away from the paper's "
+            f"{spec.paper_train_pairs}: check the corpora (--corpus, --corpora, --from)")
     return {"train_before_clean": total, "train": kept}
 
 

@@ -324,7 +324,7 @@ def test_wmt17_zh_en(tmp_path):
     out = run_script("wmt17-zh-en", *args).stdout
     # the published sizes are announced, the training count printed beside the papers'
     assert "expected valid 2002 (newsdev2017), test 2001 (newstest2017)" in out, out
-    assert "clean: kept" in out and "20.62M" in out and "7.5M" in out
+    assert "clean: kept" in out and "about 20.62M pairs (ctxsan" in out and "corpora changed by --corpora" in out
     stats = check_outputs(dest, "zh", "en", 6, 5)
     assert stats["text"]["train"] == 55
     assert (dest / "subword" / "zh.model").is_file() and (dest / "subword" / "en.codes").is_file()
@@ -339,6 +339,40 @@ def test_wmt17_zh_en(tmp_path):
                       "--extra-train", raw / "cwmt/bad", check=False)
     assert_one_line_error(proc, "bad.zh", "bad.en", "different line counts")
     assert no_markers(tmp_path / "bad")
+
+
+def test_wmt17_zh_en_cwmt_preset(tmp_path):
+    """--corpus gret: NC v12 + CWMT from --from (its folders as unpacked,
+    datum2017's segmented Chinese joined back), the count beside GRET's with a
+    warning when it is more than 10% away; without CWMT, one line saying where
+    to get it."""
+    raw = tmp_path / "raw"
+    nc, dev, test = pairs(12, 70, "zh"), pairs(6, 3, "zh"), pairs(5, 4, "zh")
+    write(raw / "training/news-commentary-v12.zh-en.zh", lines(z for _, z in nc))
+    write(raw / "training/news-commentary-v12.zh-en.en", lines(e for e, _ in nc))
+    for folder, name, data in (("dev", "newsdev2017", dev), ("test", "newstest2017", test)):
+        write(raw / folder / f"{name}-zhen-src.zh.sgm", sgm("src", "zh", docs_of([z for _, z in data])))
+        write(raw / folder / f"{name}-zhen-ref.en.sgm", sgm("ref", "en", docs_of([e for e, _ in data])))
+    dest = tmp_path / "out"
+    args = ["--from", raw, "--dest", dest, "--corpus", "gret", "--merges", "40", "--zh-vocab-size", "60",
+            "--workers", "1", "--skip-size-check", "--skip-checksums"]
+    proc = run_script("wmt17-zh-en", *args, check=False)
+    assert_one_line_error(proc, "cwmt.tgz", "http://nlp.nju.edu.cn/cwmt-wmt/", "--from DIR")
+    assert no_markers(dest)
+    n = 0
+    for i, (folder, zh, en) in enumerate(archives.CWMT_CORPORA):
+        data = pairs(2, 100 + i, "zh")
+        if folder == "datum2017":   # word-segmented Chinese in the release
+            data = [(e, " ".join(z)) for e, z in data]
+        write(raw / folder / zh.split("|")[0], lines(z for _, z in data))
+        write(raw / folder / en, lines(e for e, _ in data))
+        n += len(data)
+    out = run_script("wmt17-zh-en", *args).stdout
+    stats = check_outputs(dest, "zh", "en", 6, 5)
+    assert stats["text"]["train"] == 12 + n
+    assert "about 7.5M pairs (GRET" in out and "warning:" in out and "more than 10% away" in out
+    assert " " not in "".join((dest / "text" / "train.zh").read_text().splitlines()[-2 * 20:])
+    assert "UNPC" not in out   # no UN in GRET's preset
 
 
 def test_wmt16_ro_en(tmp_path):

@@ -57,6 +57,7 @@ DATASETS: Dict[str, Dataset] = {d.name: d for d in [
     Dataset("wmt14_de_en", "data/wmt14-de-en/bin", "WMT14 De->En"),
     Dataset("wmt16_ro_en", "data/wmt16-ro-en/bin", "WMT16 Ro->En"),
     Dataset("wmt17_zh_en", "data/wmt17-zh-en/bin", "WMT17 Zh->En"),
+    Dataset("wmt17_zh_en_gret", "data/wmt17-zh-en-gret/bin", "WMT17 Zh->En (GRET's corpora)"),
     _iwslt("en", "vi", "en-vi"), _iwslt("vi", "en", "en-vi"),
     _iwslt("es", "en", "es-en"), _iwslt("en", "es", "es-en"),
     _iwslt("fr", "en", "fr-en"), _iwslt("en", "fr", "fr-en"),
