@@ -354,7 +354,7 @@ class TableRun:
             else:
                 unit, per = "tokens", int(eff.get("--max-tokens", "0"))
             total = per * uf * gpus
-            reading = ("GPU count stated by the paper" if self.table.gpus_stated
+            reading = ("GPUs as the paper states them or follows Vaswani et al." if self.table.gpus_stated
                        else f"--batch-reading {self.batch_reading}")
             parts.append(f"batch {per} {unit} x update-freq {uf} x {gpus} GPU = {total} {unit} per update "
                          f"({reading})")
