@@ -63,7 +63,12 @@ def base_record(opts, run) -> dict:
 
 
 def evaluate_all(opts, selected, bin_dir, user_dir):
+    import logging
+
     from fairseq_ctx.study import evaluate, report
+
+    # importing fairseq leaves the root logger at DEBUG; matplotlib would list every font it tries
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     from fairseq_ctx.study.pronouns import build as build_pronouns
 
     raw = os.path.join(opts.data, "raw")

@@ -64,8 +64,8 @@ def history(out: str, run: Run) -> List[Dict]:
             break  # a gap: epochs after it are not trusted
         # CPU seconds of the fairseq process (one thread): unlike wall time,
         # not inflated when the machine is shared or the job is paused.
-        # Epochs recorded before CPU time was kept fall back to wall time
-        # (they ran alone on a pinned core, where the two agree).
+        # Epochs recorded before CPU time was kept fall back to wall time,
+        # an upper bound (equal on a core of its own, more on a shared one).
         total += rows[epoch].get("cpu", rows[epoch].get("seconds", 0.0))
         out_rows.append(dict(rows[epoch], train_seconds=round(total, 1)))
     return out_rows
