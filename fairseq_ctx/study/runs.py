@@ -18,8 +18,8 @@ stop when the last ``patience`` (2) epochs together improved the best
 validation loss by less than ``min_improvement`` (1%, relative), or after
 ``max_epochs`` (25).  A plain "no new best for N epochs" rule counts any
 improvement, however small, and under an inverse square-root schedule the
-loss keeps creeping down: the baseline's fell by 0.07-0.18 an epoch through
-epoch 10 and by 0.01-0.03 in epochs 11-14, where the 1% rule stopped it
+loss keeps creeping down: the baseline's fell by 0.07-0.18 an epoch in epochs
+6-10 and by 0.01-0.05 in epochs 11-14, where the 1% rule stopped it
 (its last two epochs gained 0.46%).  The study drives fairseq one epoch at a time (``--max-epoch`` raised by one,
 resuming from ``checkpoint_last.pt``), so the rule survives interruptions
 exactly: fairseq's own ``--patience`` counter lives in memory and would restart
