@@ -14,29 +14,13 @@ import torch
 
 from fairseq_ctx.analysis import bow_prediction, probing
 from fairseq_ctx.errors import FairseqCtxError
-from tests.utils import TINY_MODEL_FLAGS, USER_DIR, build_model, make_parallel_data, run_cli, toy_dictionary
+from tests.utils import (TINY_MODEL_FLAGS, build_model, make_parallel_data, run_cli, toy_dictionary,
+                         train_in_process)
 
 
 # ---------------------------------------------------------------------------
 # fixtures: tiny trained checkpoints and SentEval-format files
 # ---------------------------------------------------------------------------
-
-def _train_in_process(data_bin, save_dir, arch, model_flags):
-    from fairseq import options
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-    from fairseq_cli import train
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(data_bin), "--user-dir", USER_DIR, "--arch", arch, *model_flags,
-        "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
-        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-tokens", "500",
-        "--max-update", "2", "--save-dir", str(save_dir), "--no-progress-bar", "--num-workers", "0",
-        "--seed", "1", "--cpu", "--no-epoch-checkpoints", "--required-batch-size-multiple", "1",
-        "--no-save-optimizer-state",
-    ])
-    train.main(convert_namespace_to_omegaconf(args))
-    return save_dir / "checkpoint_last.pt"
-
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
@@ -54,8 +38,8 @@ def trained(tmp_path_factory):
     return {
         "root": root,
         "data_bin": data_bin,
-        "gret": _train_in_process(data_bin, root / "gret", "transformer_gret_tiny", ()),
-        "transformer": _train_in_process(data_bin, root / "transformer", "transformer", TINY_MODEL_FLAGS),
+        "gret": train_in_process(data_bin, root / "gret", "transformer_gret_tiny", ()),
+        "transformer": train_in_process(data_bin, root / "transformer", "transformer", TINY_MODEL_FLAGS),
     }
 
 

@@ -15,7 +15,7 @@ from fairseq_ctx.tables import analyses
 from fairseq_ctx.tables.datasets import DATASETS
 from fairseq_ctx.tables.running import RowState
 
-from .utils import REPO, USER_DIR, make_parallel_data, preprocess
+from .utils import REPO, make_parallel_data, preprocess, train_in_process
 
 TINY = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
         "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
@@ -31,19 +31,7 @@ MODELS = {  # row label -> (arch, extra flags)
 
 
 def _train(data_bin, save_dir, arch, flags):
-    from fairseq import options
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-    from fairseq_cli import train
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(data_bin), "--user-dir", USER_DIR, "--arch", arch, *flags, "--source-lang", "es", "--target-lang", "en",
-        "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
-        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-tokens", "500",
-        "--max-update", "2", "--save-dir", str(save_dir), "--no-progress-bar", "--num-workers", "0",
-        "--seed", "1", "--cpu", "--no-epoch-checkpoints", "--required-batch-size-multiple", "1",
-        "--no-save-optimizer-state",
-    ])
-    train.main(convert_namespace_to_omegaconf(args))
+    train_in_process(data_bin, save_dir, arch, [*flags, "--source-lang", "es", "--target-lang", "en"])
     # the hooks read a row's averaged checkpoint; one checkpoint is its own average
     shutil.copy(save_dir / "checkpoint_last.pt", save_dir / "checkpoint_avg.pt")
 
