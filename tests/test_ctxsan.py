@@ -124,16 +124,16 @@ def test_attention_shapes_and_context_sizes():
     T, B = 5, 3
     att = ContextAwareSelfAttention(d, 2, 3, context="deep-global+deep").eval()
     att.keep_gates = True
-    hist = ContextHistory(None, need_states=True, need_means=True)
+    hist = ContextHistory(need_states=True, need_means=True)
     xs = [torch.randn(T, B, d) for _ in range(3)]
     for x in xs:
         hist.push(x)
-    att(xs[-1], history=hist)
+    att(xs[-1], history=hist)[0]
     assert torch.equal(att.last_gates["q"], torch.full((T, B), 0.5))  # V^H = V^C = 0 at init
     with torch.no_grad():
         att.gate_h.normal_()
         att.gate_c.normal_()
-    out = att(xs[-1], history=hist)
+    out = att(xs[-1], history=hist)[0]
     assert out.shape == (T, B, d)
     assert set(att.last_gates) == {"q", "k"} and att.last_gates["q"].shape == (T, B)
     assert bool(((att.last_gates["k"] > 0) & (att.last_gates["k"] < 1)).all())
@@ -149,7 +149,7 @@ def test_attention_matches_equations_5_to_7(context):
         for p in att.parameters():
             p.normal_(std=0.3)
     xs = [torch.randn(T, B, d) for _ in range(layer)]
-    hist = ContextHistory(None, need_states=True, need_means=True)
+    hist = ContextHistory(need_states=True, need_means=True)
     for x in xs:
         hist.push(x)
     x = xs[-1]
@@ -169,7 +169,7 @@ def test_attention_matches_equations_5_to_7(context):
     split = lambda t: t.reshape(T, B, heads, hd).permute(1, 2, 0, 3)  # noqa: E731
     w = torch.softmax(split(Qh) @ split(Kh).transpose(-1, -2) / hd ** 0.5, -1)  # Eq. 3, 7
     ref = (w @ split(V)).permute(2, 0, 1, 3).reshape(T, B, d) @ att.out_proj.weight.t() + att.out_proj.bias
-    assert torch.allclose(att(x, history=hist), ref, atol=1e-5)
+    assert torch.allclose(att(x, history=hist)[0], ref, atol=1e-5)
 
 
 @pytest.mark.parametrize("context", ["deep-global+deep", "global"])
@@ -186,45 +186,45 @@ def test_eval_time_folding_equals_training_time_and_follows_parameter_changes(co
         for p in att.parameters():
             p.normal_(std=0.3)
     xs = [torch.randn(T, B, d) for _ in range(layer)]
-    hist = ContextHistory(None, need_states=True, need_means=True, causal=True)
+    hist = ContextHistory(need_states=True, need_means=True, causal=True)
     for x in xs:
         hist.push(x)
     x = xs[-1]
     initial = {k: v.clone() for k, v in att.state_dict().items()}
 
     def training_time():  # autograd on: folds afresh, as in training (dropout is 0)
-        return att(x, history=hist).detach()
+        return att(x, history=hist)[0].detach()
 
     att.train()
     reference = training_time()
     assert att._fold_cache is None
     att.eval()
     with torch.no_grad():
-        first = att(x, history=hist)
+        first = att(x, history=hist)[0]
         cached = att._fold_cache
-        second = att(x, history=hist)
+        second = att(x, history=hist)[0]
     assert cached is not None and att._fold_cache is cached  # reused, not refolded
     torch.testing.assert_close(first, reference, atol=1e-6, rtol=0)
     torch.testing.assert_close(second, reference, atol=1e-6, rtol=0)
 
     # an optimizer step in eval mode (no train()/eval() call to drop the cache)
     opt = torch.optim.Adam(att.parameters(), lr=0.05)
-    att(x, history=hist).square().sum().backward()
+    att(x, history=hist)[0].square().sum().backward()
     opt.step()
     with torch.no_grad():
-        after_step = att(x, history=hist)
+        after_step = att(x, history=hist)[0]
     assert att._fold_cache is not cached
     assert (after_step - first).abs().max() > 1e-3
     torch.testing.assert_close(after_step, training_time(), atol=1e-6, rtol=0)
 
     with torch.no_grad():
         att.gate_c.zero_()  # an in-place write to one gate vector only
-        zeroed = att(x, history=hist)
+        zeroed = att(x, history=hist)[0]
     torch.testing.assert_close(zeroed, training_time(), atol=1e-6, rtol=0)
 
     att.load_state_dict(initial)
     with torch.no_grad():
-        reloaded = att(x, history=hist)
+        reloaded = att(x, history=hist)[0]
     torch.testing.assert_close(reloaded, first, atol=1e-6, rtol=0)
     assert "_fold_cache" not in " ".join(att.state_dict())  # checkpoint format unchanged
 
@@ -235,11 +235,67 @@ def test_key_only_leaves_queries_alone():
     att = ContextAwareSelfAttention(d, 2, 1, context="global", contextualize="key").eval()
     assert tuple(att.gate_h.shape) == (1, d)
     att.keep_gates = True
-    hist = ContextHistory(None, need_states=False, need_means=True)
+    hist = ContextHistory(need_states=False, need_means=True)
     x = torch.randn(T, B, d)
     hist.push(x)
-    att(x, history=hist)
+    att(x, history=hist)[0]
     assert set(att.last_gates) == {"k"}
+
+
+def _fairseq_layer_with_our_weights(ours, fairseq_cls, cfg, **kwargs):
+    """fairseq's own layer holding ``ours``'s weights (the fused Q/K/V
+    projection split into fairseq's q/k/v_proj)."""
+    ref = fairseq_cls(cfg, **kwargs)
+    state = {k: v for k, v in ours.state_dict().items() if not k.startswith("self_attn.in_proj")}
+    for name, w, b in zip(("q", "k", "v"), ours.self_attn.in_proj.weight.chunk(3), ours.self_attn.in_proj.bias.chunk(3)):
+        state[f"self_attn.{name}_proj.weight"], state[f"self_attn.{name}_proj.bias"] = w, b
+    ref.load_state_dict(state, strict=True)
+    return ref.eval()
+
+
+@pytest.mark.parametrize("normalize_before", [False, True])
+def test_layers_without_context_equal_fairseqs_own(normalize_before):
+    """Layer 1 of a deep context has no context (d_c = 0): the layers must then
+    compute exactly fairseq's Transformer layers (same weights), encoder with
+    padding, decoder in full forward with its future mask and step by step."""
+    from fairseq.models.transformer import TransformerConfig
+    from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
+
+    from fairseq_ctx.modules.context_aware_attention import HistorySlot
+    from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLayer
+
+    torch.manual_seed(0)
+    d, T, B = 16, 5, 3
+    cfg = TransformerConfig()
+    for side in (cfg.encoder, cfg.decoder):
+        side.embed_dim, side.ffn_embed_dim, side.attention_heads = d, 32, 2
+        side.normalize_before = normalize_before
+    cfg.dropout = cfg.attention_dropout = 0.0
+    x = torch.randn(T, B, d)
+    pad = torch.zeros(B, T, dtype=torch.bool)
+    pad[1, 3:] = True
+
+    slot = HistorySlot()
+    enc = CtxSanEncoderLayer(cfg, 1, "deep", "both", slot).eval()
+    assert not enc.self_attn.has_context
+    ref = _fairseq_layer_with_our_weights(enc, TransformerEncoderLayerBase, cfg)
+    with torch.no_grad(), slot.open(ContextHistory(need_states=True, need_means=False)):
+        ours = enc(x, pad)
+    torch.testing.assert_close(ours[~pad.t()], ref(x, pad)[~pad.t()], atol=1e-5, rtol=1e-5)
+
+    dec = CtxSanDecoderLayer(cfg, 1, "deep", "both", slot, no_encoder_attn=True).eval()
+    ref = _fairseq_layer_with_our_weights(dec, TransformerDecoderLayerBase, cfg, no_encoder_attn=True)
+    future = torch.triu(torch.full((T, T), float("-inf")), 1)
+    with torch.no_grad():
+        want = ref(x, self_attn_mask=future)[0]
+        with slot.open(ContextHistory(need_states=True, need_means=False, causal=True)):
+            torch.testing.assert_close(dec(x, self_attn_mask=future)[0], want, atol=1e-5, rtol=1e-5)
+        state = {}
+        steps = []
+        for t in range(T):
+            with slot.open(ContextHistory(need_states=True, need_means=False, causal=True, incremental=True)):
+                steps.append(dec(x[t:t + 1], incremental_state=state)[0])
+    torch.testing.assert_close(torch.cat(steps), want, atol=1e-5, rtol=1e-5)
 
 
 def test_history_means_ignore_padding_and_are_causal_in_decoder():
@@ -248,19 +304,19 @@ def test_history_means_ignore_padding_and_are_causal_in_decoder():
     x = torch.randn(T, B, C)
     pad = torch.zeros(B, T, dtype=torch.bool)
     pad[1, 4:] = True
-    enc = ContextHistory(pad, need_states=False, need_means=True)
-    enc.push(x)
+    enc = ContextHistory(need_states=False, need_means=True)
+    enc.push(x, pad)
     assert torch.allclose(enc.means[0][0, 1], x[:4, 1].mean(0), atol=1e-6)
     assert torch.allclose(enc.means[0][0, 0], x[:, 0].mean(0), atol=1e-6)
 
-    dec = ContextHistory(None, need_states=False, need_means=True, causal=True)
+    dec = ContextHistory(need_states=False, need_means=True, causal=True)
     dec.push(x)
     for t in range(T):
         assert torch.allclose(dec.means[0][t], x[:t + 1].mean(0), atol=1e-6)
     # step by step with running sums gives the same prefix means
     sums = None
     for t in range(T):
-        step = ContextHistory(None, need_states=False, need_means=True, causal=True, prev_sums=sums,
+        step = ContextHistory(need_states=False, need_means=True, causal=True, prev_sums=sums,
                               incremental=True)
         step.push(x[t:t + 1])
         sums = step.new_sums

@@ -26,10 +26,14 @@ the deep context uses only the lower decoder layers. In incremental decoding
 the decoder keeps the running sums of its layer inputs in the incremental
 state (one step costs the same whatever the prefix length) and each layer
 caches its contextualised keys, so every key keeps the context of its own step.
+
+Built through fairseq's hooks: the encoder and decoder wrap fairseq's own
+forward with one context history per forward (``HistorySlot``), the layers
+(``fairseq_ctx.modules.ctxsan_layer``) push their input into it and build a
+context-aware self-attention with ``MultiheadAttention``'s call signature.
 """
 from typing import Any, Dict, List, Optional
 
-import torch
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerModel
 from fairseq.models.transformer.transformer_decoder import TransformerDecoderBase
@@ -46,6 +50,7 @@ from fairseq_ctx.modules.context_aware_attention import (
     CONTEXT_TYPES,
     CONTEXTUALIZE,
     ContextHistory,
+    HistorySlot,
     context_parts,
 )
 from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLayer
@@ -94,60 +99,36 @@ def validate_ctxsan_args(args):
 
 class CtxSanEncoder(TransformerEncoderBase):
     """Transformer encoder whose layers get the history of layer inputs
-    (deep / deep-global context, Eq. 9-10)."""
+    (deep / deep-global context, Eq. 9-10): fairseq's forward, run inside
+    a fresh :class:`ContextHistory` that each layer pushes its input into."""
 
     def __init__(self, cfg, dictionary, embed_tokens):
         self._ctx_layers_built = 0
+        self.ctx_slot = HistorySlot()
         super().__init__(cfg, dictionary, embed_tokens)
         self.ctx_need_states, self.ctx_need_means = _needs(cfg.ctxsan_context)
 
     def build_encoder_layer(self, cfg):
         # called once per layer, in order, from TransformerEncoderBase.__init__
         self._ctx_layers_built += 1
-        return CtxSanEncoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context, cfg.ctxsan_contextualize)
+        return CtxSanEncoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context, cfg.ctxsan_contextualize,
+                                  self.ctx_slot)
 
     def forward_scriptable(self, src_tokens, src_lengths: Optional[Tensor] = None,
                            return_all_hiddens: bool = False, token_embeddings: Optional[Tensor] = None):
-        """Mirrors ``TransformerEncoderBase.forward_scriptable``; the layer loop
-        also records each layer's input in a :class:`ContextHistory` that the
-        layers read their context from."""
-        encoder_padding_mask = src_tokens.eq(self.padding_idx)  # B x T
-        has_pads = bool(encoder_padding_mask.any())
-        x, encoder_embedding = self.forward_embedding(src_tokens, token_embeddings)
-        if has_pads:
-            x = x * (1 - encoder_padding_mask.unsqueeze(-1).type_as(x))
-        x = x.transpose(0, 1)  # B x T x C -> T x B x C
-        pad = encoder_padding_mask if has_pads else None
-
-        history = ContextHistory(pad, self.ctx_need_states, self.ctx_need_means, causal=False)
-        encoder_states = [x] if return_all_hiddens else []
-        for layer in self.layers:
-            history.push(x)
-            x = layer(x, encoder_padding_mask=pad, history=history)
-            if return_all_hiddens:
-                encoder_states.append(x)
-
-        if self.layer_norm is not None:
-            x = self.layer_norm(x)
-        src_lengths = src_tokens.ne(self.padding_idx).sum(dim=1, dtype=torch.int32).reshape(-1, 1).contiguous()
-        return {
-            "encoder_out": [x],  # T x B x C
-            "encoder_padding_mask": [encoder_padding_mask],  # B x T
-            "encoder_embedding": [encoder_embedding],  # B x T x C
-            "encoder_states": encoder_states,  # List[T x B x C]
-            "fc_results": [],
-            "src_tokens": [],
-            "src_lengths": [src_lengths],  # B x 1
-        }
+        with self.ctx_slot.open(ContextHistory(self.ctx_need_states, self.ctx_need_means, causal=False)):
+            return super().forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
 
 
 class CtxSanDecoder(TransformerDecoderBase):
     """Transformer decoder with causal context-aware self-attention: prefix
-    means (footnote 2), lower decoder layers only, running sums in the
-    incremental state."""
+    means (footnote 2), lower decoder layers only, running sums of the layer
+    inputs in the incremental state (a step costs the same whatever the
+    prefix length)."""
 
     def __init__(self, cfg, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
         self._ctx_layers_built = 0
+        self.ctx_slot = HistorySlot()
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
                          output_projection=output_projection)
         self.ctx_need_states, self.ctx_need_means = _needs(cfg.ctxsan_context)
@@ -156,7 +137,7 @@ class CtxSanDecoder(TransformerDecoderBase):
         # called once per layer, in order, from TransformerDecoderBase.__init__
         self._ctx_layers_built += 1
         return CtxSanDecoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context, cfg.ctxsan_contextualize,
-                                  no_encoder_attn=no_encoder_attn)
+                                  self.ctx_slot, no_encoder_attn=no_encoder_attn)
 
     def extract_features_scriptable(
         self,
@@ -167,81 +148,19 @@ class CtxSanDecoder(TransformerDecoderBase):
         alignment_layer: Optional[int] = None,
         alignment_heads: Optional[int] = None,
     ):
-        """Mirrors ``TransformerDecoderBase.extract_features_scriptable``; the
-        layer loop also records each layer's input in a causal
-        :class:`ContextHistory` whose running sums live in the incremental state."""
         if full_context_alignment:
             raise ValueError("transformer_ctxsan decoder self-attention is always causal "
                              "(full_context_alignment is not supported)")
-        if alignment_layer is None:
-            alignment_layer = self.num_layers - 1
-
-        enc: Optional[Tensor] = None
-        padding_mask: Optional[Tensor] = None
-        if encoder_out is not None and len(encoder_out["encoder_out"]) > 0:
-            enc = encoder_out["encoder_out"][0]
-        if encoder_out is not None and len(encoder_out["encoder_padding_mask"]) > 0:
-            padding_mask = encoder_out["encoder_padding_mask"][0]
-
-        positions = None
-        if self.embed_positions is not None:
-            positions = self.embed_positions(prev_output_tokens, incremental_state=incremental_state)
-        if incremental_state is not None:
-            prev_output_tokens = prev_output_tokens[:, -1:]
-            if positions is not None:
-                positions = positions[:, -1:]
-        prev_output_tokens = prev_output_tokens.contiguous()
-
-        x = self.embed_scale * self.embed_tokens(prev_output_tokens)
-        if self.quant_noise is not None:
-            x = self.quant_noise(x)
-        if self.project_in_dim is not None:
-            x = self.project_in_dim(x)
-        if positions is not None:
-            x += positions
-        if self.layernorm_embedding is not None:
-            x = self.layernorm_embedding(x)
-        x = self.dropout_module(x)
-        x = x.transpose(0, 1)  # B x T x C -> T x B x C
-
-        self_attn_padding_mask: Optional[Tensor] = None
-        if prev_output_tokens.eq(self.padding_idx).any():
-            self_attn_padding_mask = prev_output_tokens.eq(self.padding_idx)  # B x T
-
-        prev_sums = self.get_incremental_state(incremental_state, "ctx_sums") if incremental_state is not None else None
-        history = ContextHistory(self_attn_padding_mask, self.ctx_need_states, self.ctx_need_means, causal=True,
-                                 prev_sums=prev_sums, incremental=incremental_state is not None)
-
-        attn: Optional[Tensor] = None
-        inner_states: List[Optional[Tensor]] = [x]
-        for idx, layer in enumerate(self.layers):
-            history.push(x)
-            x, layer_attn, _ = layer(
-                x,
-                enc,
-                padding_mask,
-                incremental_state,
-                self_attn_padding_mask=self_attn_padding_mask,
-                need_attn=bool(idx == alignment_layer),
-                need_head_weights=bool(idx == alignment_layer),
-                history=history,
-            )
-            inner_states.append(x)
-            if layer_attn is not None and idx == alignment_layer:
-                attn = layer_attn.float().to(x)
-        if incremental_state is not None and self.ctx_need_means:
+        incremental = incremental_state is not None
+        prev_sums = self.get_incremental_state(incremental_state, "ctx_sums") if incremental else None
+        history = ContextHistory(self.ctx_need_states, self.ctx_need_means, causal=True,
+                                 prev_sums=prev_sums, incremental=incremental)
+        with self.ctx_slot.open(history):
+            out = super().extract_features_scriptable(prev_output_tokens, encoder_out, incremental_state,
+                                                      full_context_alignment, alignment_layer, alignment_heads)
+        if incremental and self.ctx_need_means:
             self.set_incremental_state(incremental_state, "ctx_sums", history.new_sums)
-
-        if attn is not None:
-            if alignment_heads is not None:
-                attn = attn[:alignment_heads]
-            attn = attn.mean(dim=0)  # average probabilities over heads
-        if self.layer_norm is not None:
-            x = self.layer_norm(x)
-        x = x.transpose(0, 1)  # T x B x C -> B x T x C
-        if self.project_out_dim is not None:
-            x = self.project_out_dim(x)
-        return x, {"attn": [attn], "inner_states": inner_states}
+        return out
 
     def reorder_incremental_state(self, incremental_state: Dict[str, Dict[str, Optional[Tensor]]],
                                   new_order: Tensor):

@@ -42,7 +42,8 @@ Gate values can be read out for analysis: set ``keep_gates = True`` and the
 last forward leaves ``last_gates = {"q": T x B, "k": T x B}`` (only the
 contextualised ones) on the module.
 """
-from typing import Dict, List, Optional, Tuple
+from contextlib import contextmanager
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -74,8 +75,9 @@ def context_dim(part: str, layer: int, embed_dim: int) -> int:
 class ContextHistory(object):
     """The layer inputs ``H^1 .. H^l`` of one stack, and their means.
 
-    ``push(x)`` is called with the input of each layer before the layer runs,
-    so layer ``l`` sees ``l`` entries. ``states`` keeps the ``T x B x C``
+    ``push(x, padding_mask)`` is called with the input of each layer before
+    the layer runs, so layer ``l`` sees ``l`` entries (the mask, the same for
+    every layer, is taken from the first push). ``states`` keeps the ``T x B x C``
     inputs (deep context, Eq. 9), ``means`` their non-padding means (Eq. 8):
 
     * encoder (``causal=False``): the sentence mean, ``1 x B x C`` (broadcasts
@@ -88,9 +90,8 @@ class ContextHistory(object):
       the sums to store for the next step.
     """
 
-    def __init__(self, padding_mask: Optional[Tensor], need_states: bool, need_means: bool,
-                 causal: bool = False, prev_sums: Optional[Dict[str, Optional[Tensor]]] = None,
-                 incremental: bool = False):
+    def __init__(self, need_states: bool, need_means: bool, causal: bool = False,
+                 prev_sums: Optional[Dict[str, Optional[Tensor]]] = None, incremental: bool = False):
         self.need_states = need_states
         self.need_means = need_means
         self.causal = causal
@@ -101,7 +102,8 @@ class ContextHistory(object):
         self.means: List[Tensor] = []
         self._weights: Optional[Tensor] = None  # T x B x 1: 1 at real tokens
         self._denom: Optional[Tensor] = None  # (1 or T) x B x 1
-        self.padding_mask = padding_mask  # B x T, True at padding, or None
+        self.padding_mask: Optional[Tensor] = None  # B x T, True at padding, or None
+        self.depth = 0  # layers pushed so far
 
     def _setup(self, x: Tensor):
         # Counts, sums and means are float32 whatever the model's dtype (means
@@ -132,8 +134,12 @@ class ContextHistory(object):
             else:
                 self._denom = self._weights.cumsum(0).clamp(min=1.0)
 
-    def push(self, x: Tensor):
-        """Record ``x`` (``T x B x C``) as the input of the next layer."""
+    def push(self, x: Tensor, padding_mask: Optional[Tensor] = None):
+        """Record ``x`` (``T x B x C``) as the input of the next layer;
+        ``padding_mask``: ``B x T``, True at padding, or None (no padding)."""
+        if self.depth == 0:
+            self.padding_mask = padding_mask
+        self.depth += 1
         if self.need_states:
             self.states.append(x)
         if not self.need_means:
@@ -156,6 +162,31 @@ class ContextHistory(object):
             self.means.append((xw.cumsum(0) / self._denom).to(x.dtype))
 
 
+class HistorySlot(object):
+    """Where the layers of one stack find the :class:`ContextHistory` of the
+    forward in progress.
+
+    The encoder (decoder) opens a fresh history around fairseq's own forward
+    (as fairseq's ``examples/latent_depth`` wraps ``super().forward()`` with
+    per-forward state); each layer pushes its input before running and its
+    self-attention, called by fairseq's layer with the ``MultiheadAttention``
+    signature, reads its context from here. A plain object shared by the
+    stack and its layers, not a module: it holds no parameters and nothing
+    of it is saved.
+    """
+
+    def __init__(self):
+        self.history: Optional[ContextHistory] = None
+
+    @contextmanager
+    def open(self, history: ContextHistory) -> Iterator[ContextHistory]:
+        self.history = history
+        try:
+            yield history
+        finally:
+            self.history = None  # the layer inputs are not kept past the forward
+
+
 @with_incremental_state
 class ContextAwareSelfAttention(nn.Module):
     """Multi-head self-attention with context-aware queries and keys (Eq. 5-7).
@@ -169,6 +200,8 @@ class ContextAwareSelfAttention(nn.Module):
         contextualize (str): ``query``, ``key`` or ``both`` (Table 3)
         dropout (float): attention dropout
         causal (bool): decoder self-attention (causal mask, incremental state)
+        slot (HistorySlot): where the context history of the forward in
+            progress is found (the stack's; or pass ``history=`` per call)
 
     Same base parameters as fairseq's ``MultiheadAttention`` (Q, K, V in one
     fused ``d x 3d`` projection, output projection ``d x d``), plus per context
@@ -177,7 +210,8 @@ class ContextAwareSelfAttention(nn.Module):
     """
 
     def __init__(self, embed_dim: int, num_heads: int, layer: int, context: str = "deep-global+deep",
-                 contextualize: str = "both", dropout: float = 0.0, causal: bool = False):
+                 contextualize: str = "both", dropout: float = 0.0, causal: bool = False,
+                 slot: Optional[HistorySlot] = None):
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
@@ -193,6 +227,7 @@ class ContextAwareSelfAttention(nn.Module):
         self.contextualize = contextualize
         self.dropout = dropout
         self.causal = causal
+        self.slot = slot
         # which of Q (slot 0) and K (slot 1) are contextualised
         self.slots = {"query": [0], "key": [1], "both": [0, 1]}[contextualize]
         n = len(self.slots)
@@ -339,27 +374,58 @@ class ContextAwareSelfAttention(nn.Module):
         assert out is not None
         return out[..., :n * d].unflatten(-1, (n, d)), out[..., n * d:]
 
-    def forward(self, x: Tensor, key_padding_mask: Optional[Tensor] = None,
-                history: Optional[ContextHistory] = None,
-                incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None) -> Tensor:
-        """
+    def forward(
+        self,
+        query: Tensor,
+        key: Optional[Tensor] = None,
+        value: Optional[Tensor] = None,
+        key_padding_mask: Optional[Tensor] = None,
+        incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None,
+        need_weights: bool = False,
+        static_kv: bool = False,
+        attn_mask: Optional[Tensor] = None,
+        before_softmax: bool = False,
+        need_head_weights: bool = False,
+        history: Optional[ContextHistory] = None,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """fairseq's ``MultiheadAttention`` call signature, for self-attention only.
+
         Args:
-            x: the layer input (after the pre-norm if any), ``T x B x C``
+            query: the layer input (after the pre-norm if any), ``T x B x C``;
+                ``key`` and ``value`` are None or ``query`` itself
             key_padding_mask: ``B x T``, True at padding
-            history: the layer inputs of this stack so far, this layer's included
             incremental_state: decoder-side step-by-step state (contextualised
                 keys and values of the earlier steps)
+            attn_mask: the decoder's future mask, which causal attention
+                applies itself (the prefix-mean context is causal by
+                construction, so no other mask could be honoured); an
+                encoder-side mask is refused
+            history: the layer inputs of this stack so far, this layer's
+                included (default: the history open in ``slot``)
 
         Returns:
-            ``T x B x C``
+            ``(T x B x C, None)``: attention weights are not computed
+            (``need_weights`` / ``need_head_weights`` are refused).
         """
+        x = query
+        if (key is not None and key is not query) or (value is not None and value is not query):
+            raise ValueError("context-aware attention is self-attention: key and value must be the query")
+        if need_weights or need_head_weights or before_softmax or static_kv:
+            raise ValueError("context-aware attention computes no attention weights "
+                             "(need_weights, need_head_weights, before_softmax, static_kv)")
+        if attn_mask is not None and not self.causal:
+            raise ValueError("context-aware encoder self-attention takes no attn_mask")
+        if history is None and self.slot is not None:
+            history = self.slot.history
         T, B, d = x.shape
         H, hd = self.num_heads, self.head_dim
         if not self.has_context:
             qkv = self.in_proj(x).view(T, B, 3, d)  # T x B x 3 x C
             q, k, v = qkv.unbind(2)
         else:
-            assert history is not None
+            if history is None:
+                raise RuntimeError("context-aware attention without a context history: run it inside "
+                                   "CtxSanEncoder/CtxSanDecoder or pass history=")
             # Eq. 6, first term: Q V^H = x (W_Q^T V^H) + b_Q V^H. V^H folded into
             # the fused projection as n extra output columns gives the gate
             # logits from the same matmul (no extra pass over Q and K).
@@ -424,7 +490,7 @@ class ContextAwareSelfAttention(nn.Module):
             is_causal=is_causal,
         )  # B x H x T x hd
         out = out.permute(2, 0, 1, 3).reshape(T, B, d)
-        return self.out_proj(out)
+        return self.out_proj(out), None
 
     def _get_input_buffer(self, incremental_state) -> Dict[str, Optional[Tensor]]:
         result = self.get_incremental_state(incremental_state, "attn_state")
