@@ -126,7 +126,7 @@ def test_ctxsan_prefix_means_half_precision_long_prefix():
     x = torch.randn(600, 2, 64) + 2 * torch.randn(64)  # T x B x C
 
     def full(x):
-        h = ContextHistory(None, False, True, causal=True)
+        h = ContextHistory(False, True, causal=True)
         h.push(x)
         return h.means[0]
 
@@ -135,7 +135,7 @@ def test_ctxsan_prefix_means_half_precision_long_prefix():
         one_pass = full(x.to(dtype))
         sums, steps = None, []
         for t in range(x.size(0)):  # decoding is step by step by nature
-            h = ContextHistory(None, False, True, causal=True, prev_sums=sums, incremental=True)
+            h = ContextHistory(False, True, causal=True, prev_sums=sums, incremental=True)
             h.push(x[t:t + 1].to(dtype))
             steps.append(h.means[0])
             sums = h.new_sums
