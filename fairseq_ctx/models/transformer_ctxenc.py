@@ -49,7 +49,7 @@ from typing import Dict, List, Optional
 
 import torch
 from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer import TransformerConfig, TransformerEncoder, TransformerModel
+from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerEncoder, TransformerModel
 from fairseq.models.transformer.transformer_legacy import (
     base_architecture,
     transformer_iwslt_de_en,
@@ -60,6 +60,7 @@ from torch import Tensor
 
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
+from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
 
 # batch source and context through the shared layers together when the
@@ -274,6 +275,12 @@ class TransformerCtxEncEncoder(TransformerEncoder):
         return new
 
 
+class TransformerCtxEncDecoder(BoolFutureMask, TransformerDecoderBase):
+    """fairseq's Transformer decoder (the paper's decoder is unchanged) with a
+    boolean future mask (:mod:`fairseq_ctx.modules.future_mask`); same
+    parameters, so checkpoints are unaffected."""
+
+
 @register_model("transformer_ctxenc")
 class TransformerCtxEncModel(TransformerModel):
     """Voita et al. (2018) context-aware Transformer; see the module docstring."""
@@ -290,6 +297,12 @@ class TransformerCtxEncModel(TransformerModel):
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
         return TransformerCtxEncEncoder(args, src_dict, embed_tokens)
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        # what TransformerModel.build_decoder builds, with the mixin
+        cfg = TransformerConfig.from_namespace(args)
+        return TransformerCtxEncDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
     def forward(
         self,

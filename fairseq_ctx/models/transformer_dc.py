@@ -47,6 +47,7 @@ from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.dual_contextual_layer import DualContextualDecoderLayer, DualContextualEncoderLayer
+from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
 
 
@@ -151,9 +152,10 @@ class DualContextualEncoder(TransformerEncoderBase):
         return new_out
 
 
-class DualContextualDecoder(TransformerDecoderBase):
+class DualContextualDecoder(BoolFutureMask, TransformerDecoderBase):
     """Transformer decoder whose layers listed in ``cfg.dc_decoder_layers``
-    use the causal DC module instead of masked self-attention."""
+    use the causal DC module instead of masked self-attention (boolean future
+    mask: :mod:`fairseq_ctx.modules.future_mask`)."""
 
     def __init__(self, cfg, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
         self.dc_layers = parse_layer_spec(

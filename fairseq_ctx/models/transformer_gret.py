@@ -71,6 +71,7 @@ from fairseq_ctx.errors import CheckpointMismatchError, ConfigError, MissingFile
 from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
 from fairseq_ctx.modules.capsule_routing import ROUTING_SOFTMAX_CHOICES
 from fairseq_ctx.modules.context_gate import ContextGate
+from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.modules.gret_global import GlobalRepresentation
 
 logger = logging.getLogger(__name__)
@@ -117,8 +118,9 @@ class GretEncoder(TransformerEncoder):
         return new_out
 
 
-class GretDecoder(TransformerDecoder):
-    """Transformer decoder with GRET's context gate on its top states (Eq. 11-14)."""
+class GretDecoder(BoolFutureMask, TransformerDecoder):
+    """Transformer decoder with GRET's context gate on its top states (Eq. 11-14)
+    (boolean future mask: :mod:`fairseq_ctx.modules.future_mask`)."""
 
     def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
         super().__init__(args, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
