@@ -23,9 +23,11 @@ if [ "${FAIRSEQ_CTX_TORCH:-}" != "skip" ]; then
   pip_install "torch==2.13.0"
 fi
 pip_install numpy "cython>=0.29" "setuptools>=68" wheel
+# tensorboardX: fairseq's --tensorboard-logdir writer (it also silences
+# fairseq's "Please install tensorboardX" at every start)
 pip_install "hydra-core==1.3.2" "omegaconf==2.3.0" regex tqdm bitarray cffi \
   scikit-learn packaging "sacrebleu>=2.3" sentencepiece subword-nmt sacremoses \
-  matplotlib pytest pytest-xdist
+  tensorboardX matplotlib pytest pytest-xdist
 if ! "$PY" -c "import fairseq" 2>/dev/null; then
   pip_install --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
 fi

@@ -1,2 +1,8 @@
 """Tasks registered by fairseq_ctx."""
-from . import document_translation  # noqa: F401
+# the narrow filters for fairseq's own warnings, installed wherever our tasks
+# and models are registered (fairseq_ctx/quiet.py says which and why)
+from .. import quiet
+
+quiet.install()
+
+from . import document_translation  # noqa: E402,F401
