@@ -139,22 +139,31 @@ MUTANTS: List[Mutant] = [
            "x = c_c + g * (c_s - c_c)", "x = c_s + g * (c_c - c_s)", CTXENC,
            "issue case 6: g weighs the context attention instead of the source self-attention"),
     Mutant("ctxsan_prefix_sums_not_reordered", "fairseq_ctx/models/transformer_ctxsan.py",
-           "sums[key] = value.index_select(0, new_order)", "sums[key] = value", CTXSAN_REORDER,
+           'return reorder_cache(self, incremental_state, "ctx_sums", new_order)', "return incremental_state",
+           CTXSAN_REORDER,
            "issue case 7: the decoder's running sums of the prefix means do not follow the beams"),
     Mutant("dc_conv_cache_not_reordered", M + "dual_contextual.py",
-           "buffer[k] = v.index_select(0, new_order)",
-           'buffer[k] = v if k == "prev_input" else v.index_select(0, new_order)', DC_REORDER,
+           'return reorder_cache(self, incremental_state, "dc_state", new_order)',
+           'old = dict(self._get_input_buffer(incremental_state)); '
+           'reorder_cache(self, incremental_state, "dc_state", new_order); '
+           'self._get_input_buffer(incremental_state)["prev_input"] = old.get("prev_input"); '
+           'return incremental_state', DC_REORDER,
            "issue case 7: the causal convolution's cached inputs do not follow the beams"),
     # ---- beam reordering, the other caches
     Mutant("dc_fi_cache_not_reordered", M + "dual_contextual.py",
-           "buffer[k] = v.index_select(0, new_order)",
-           'buffer[k] = v.index_select(0, new_order) if k == "prev_input" else v', DC_REORDER,
+           'return reorder_cache(self, incremental_state, "dc_state", new_order)',
+           'old = dict(self._get_input_buffer(incremental_state)); '
+           'reorder_cache(self, incremental_state, "dc_state", new_order); '
+           'self._get_input_buffer(incremental_state).update({k: v for k, v in old.items() if k != "prev_input"}); '
+           'return incremental_state', DC_REORDER,
            "the feature-interaction keys/values cache does not follow the beams"),
     Mutant("ctxsan_key_cache_not_reordered", M + "context_aware_attention.py",
-           "buf[key] = value.index_select(0, new_order)", "buf[key] = value", CTXSAN_REORDER,
+           'return reorder_cache(self, incremental_state, "attn_state", new_order)', "return incremental_state",
+           CTXSAN_REORDER,
            "the cached contextualised keys/values of ctxsan's decoder do not follow the beams"),
     Mutant("gret_gate_cache_not_reordered", M + "context_gate.py",
-           "cached[key] = value.index_select(0, new_order)", "cached[key] = value", GRET_REORDER,
+           'return reorder_cache(self, incremental_state, "global", new_order)', "return incremental_state",
+           GRET_REORDER,
            "the context gate's cached per-sentence terms (s, W_s s) do not follow the beams"),
     Mutant("gret_global_not_reordered", "fairseq_ctx/models/transformer_gret.py",
            'new_out["gret_global"] = [encoder_out["gret_global"][0].index_select(0, new_order)]',
@@ -168,6 +177,10 @@ MUTANTS: List[Mutant] = [
            'new["ctx_padding_mask"] = [t.index_select(0, new_order) for t in encoder_out.get("ctx_padding_mask", [])]',
            'new["ctx_padding_mask"] = [t for t in encoder_out.get("ctx_padding_mask", [])]', CTXENC_REORDER,
            "reorder_encoder_out leaves the context padding mask in the old order"),
+    Mutant("kv_cache_mask_misaligned", M + "incremental_cache.py",
+           "key_padding_mask = torch.cat([prev_mask, key_padding_mask], dim=1)",
+           "key_padding_mask = torch.cat([key_padding_mask, prev_mask], dim=1)", ("tests/test_ctxsan.py", "tests/test_dc.py", "tests/test_reorder.py"),
+           "the cached key padding mask is extended on the wrong side: padding of the first steps moves"),
     # ---- ctxsan (Yang et al. 2019, Eq. 5-10)
     Mutant("ctxsan_gate_on_wrong_branch", M + "context_aware_attention.py",
            "mixed = torch.lerp(qk, ctx, lam.unsqueeze(-1))", "mixed = torch.lerp(ctx, qk, lam.unsqueeze(-1))",

@@ -54,6 +54,7 @@ from fairseq_ctx.modules.context_aware_attention import (
     context_parts,
 )
 from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLayer
+from fairseq_ctx.modules.incremental_cache import reorder_cache
 from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
 
 SIDES = ("encoder", "decoder", "both")
@@ -166,12 +167,7 @@ class CtxSanDecoder(TransformerDecoderBase):
                                   new_order: Tensor):
         """Beam search: reorder the running sums of the prefix means (the
         layers reorder their cached keys and values themselves)."""
-        sums = self.get_incremental_state(incremental_state, "ctx_sums")
-        if sums is not None:
-            for key, value in sums.items():
-                if value is not None:
-                    sums[key] = value.index_select(0, new_order)
-            self.set_incremental_state(incremental_state, "ctx_sums", sums)
+        return reorder_cache(self, incremental_state, "ctx_sums", new_order)
 
 
 @register_model("transformer_ctxsan")

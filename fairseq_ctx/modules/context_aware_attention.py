@@ -50,6 +50,8 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
+from .incremental_cache import append_keys_values, reorder_cache
+
 CONTEXT_TYPES = ("global", "deep", "deep-global", "deep-global+deep")
 CONTEXTUALIZE = ("query", "key", "both")
 
@@ -456,20 +458,9 @@ class ContextAwareSelfAttention(nn.Module):
         attn_mask: Optional[Tensor] = None
         is_causal = False
         if incremental_state is not None:
+            # keys keep the context of their own step (cached, not recomputed)
             saved = self._get_input_buffer(incremental_state)
-            prev_mask = saved.get("prev_key_padding_mask")
-            if "prev_key" in saved:
-                # keys keep the context of their own step (cached, not recomputed)
-                k = torch.cat([saved["prev_key"], k], dim=2)
-                v = torch.cat([saved["prev_value"], v], dim=2)
-            if key_padding_mask is not None or prev_mask is not None:
-                S = k.size(2)
-                cur = key_padding_mask if key_padding_mask is not None else x.new_zeros(B, T, dtype=torch.bool)
-                prev = prev_mask if prev_mask is not None else x.new_zeros(B, S - T, dtype=torch.bool)
-                key_padding_mask = torch.cat([prev, cur], dim=1)
-                saved["prev_key_padding_mask"] = key_padding_mask
-            saved["prev_key"] = k
-            saved["prev_value"] = v
+            k, v, key_padding_mask = append_keys_values(saved, k, v, key_padding_mask)
             self._set_input_buffer(incremental_state, saved)
             if key_padding_mask is not None:
                 attn_mask = ~key_padding_mask[:, None, None, :]
@@ -502,10 +493,4 @@ class ContextAwareSelfAttention(nn.Module):
     def reorder_incremental_state(self, incremental_state: Dict[str, Dict[str, Optional[Tensor]]],
                                   new_order: Tensor):
         """Beam search: keep the cached keys/values of the selected hypotheses."""
-        buf = self._get_input_buffer(incremental_state)
-        if buf:
-            for key, value in buf.items():
-                if value is not None:
-                    buf[key] = value.index_select(0, new_order)
-            incremental_state = self._set_input_buffer(incremental_state, buf)
-        return incremental_state
+        return reorder_cache(self, incremental_state, "attn_state", new_order)

@@ -28,6 +28,8 @@ import torch.nn as nn
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
+from .incremental_cache import reorder_cache
+
 
 @with_incremental_state
 class ContextGate(nn.Module):
@@ -88,10 +90,4 @@ class ContextGate(nn.Module):
     def reorder_incremental_state(self, incremental_state: Dict[str, Dict[str, Optional[Tensor]]],
                                   new_order: Tensor):
         """Follow the beams: select the cached per-sentence terms in ``new_order``."""
-        cached = self.get_incremental_state(incremental_state, "global")
-        if cached is not None:
-            for key, value in cached.items():
-                if value is not None:
-                    cached[key] = value.index_select(0, new_order)
-            incremental_state = self.set_incremental_state(incremental_state, "global", cached)
-        return incremental_state
+        return reorder_cache(self, incremental_state, "global", new_order)

@@ -73,6 +73,8 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from fairseq.modules import LayerNorm
 from fairseq.modules.fairseq_dropout import FairseqDropout
 
+from .incremental_cache import append_keys_values, reorder_cache
+
 
 @with_incremental_state
 class DualContextualModule(nn.Module):
@@ -205,14 +207,7 @@ class DualContextualModule(nn.Module):
     ):
         """Reorder the cached conv inputs (B x (f-1) x C), keys and values
         (B x 2H x S x hd) and key padding mask (B x S) for beam search."""
-        buffer = self._get_input_buffer(incremental_state)
-        if len(buffer) > 0:
-            for k in buffer.keys():
-                v = buffer[k]
-                if v is not None:
-                    buffer[k] = v.index_select(0, new_order)
-            incremental_state = self._set_input_buffer(incremental_state, buffer)
-        return incremental_state
+        return reorder_cache(self, incremental_state, "dc_state", new_order)
 
     # ------------------------------------------------------------------
     def forward(
@@ -276,30 +271,12 @@ class DualContextualModule(nn.Module):
         v = torch.cat([pl[:, H:], pr[:, 3 * H:]], dim=1)  # [v_l | v_g]
 
         if saved is not None:
-            prev_key = saved.get("prev_key")
-            if prev_key is not None:
-                prev_value = saved["prev_value"]
-                assert prev_value is not None
-                k = torch.cat([prev_key, k], dim=2)
-                v = torch.cat([prev_value, v], dim=2)
-                S_prev = prev_key.size(2)
-            else:
-                S_prev = 0
-            prev_kpm = saved.get("prev_key_padding_mask")
-            if prev_kpm is not None or key_padding_mask is not None:
-                if prev_kpm is None:
-                    prev_kpm = torch.zeros(B, S_prev, dtype=torch.bool, device=r.device)
-                cur_kpm = key_padding_mask
-                if cur_kpm is None:
-                    cur_kpm = torch.zeros(B, T, dtype=torch.bool, device=r.device)
-                key_padding_mask = torch.cat([prev_kpm, cur_kpm], dim=1)
-                saved["prev_key_padding_mask"] = key_padding_mask
-            saved["prev_key"] = k
-            saved["prev_value"] = v
+            k, v, key_padding_mask = append_keys_values(saved, k, v, key_padding_mask)
             assert incremental_state is not None
             self._set_input_buffer(incremental_state, saved)
             if attn_mask is None and T > 1:
                 # new positions attend to the cache and causally among themselves
+                S_prev = k.size(2) - T
                 attn_mask = torch.ones(T, S_prev + T, dtype=torch.bool, device=r.device).triu(S_prev + 1)
         S = k.size(2)
 
