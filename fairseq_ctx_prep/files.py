@@ -15,8 +15,9 @@ import json
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
-from typing import Iterable, Iterator, List
+from typing import Iterable, Iterator, List, Optional
 
 SPLITS = ("train", "valid", "test")
 
@@ -34,6 +35,33 @@ class Log:
 
     def __call__(self, msg: str) -> None:
         print(f"[{self.prog}] {msg}", flush=True)
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def progress_bar(total: Optional[int], desc: str, unit: str = "lines"):
+    """A tqdm bar on stderr, as fairseq draws them: only when stderr is a
+    terminal (``disable=None``), removed when done (the step's log line
+    stays). Without tqdm (this package needs nothing beyond the standard
+    library to import), an object with the same ``update``/``close``."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=None, leave=False,
+                file=sys.stderr, dynamic_ncols=True)
 
 
 def read_lines(path: Path) -> List[str]:

@@ -489,6 +489,17 @@ def run_pipeline(command: Command, args: argparse.Namespace) -> dict:
     fetcher = Fetcher(dest, args.from_dir.resolve() if args.from_dir else None,
                       mirror_prefix(args.mirror) if args.mirror else None, log,
                       check_md5=not args.skip_checksums)
+    log(describe_sizes(spec))
+    return run_steps(dest, spec, args, lambda: step_text(dest, spec, fetcher, args.skip_size_check),
+                     start)
+
+
+def run_steps(dest: Path, spec: Spec, args: argparse.Namespace, text_step: Callable[[], dict],
+              start: float) -> dict:
+    """The steps from ``text_step`` (which writes DEST/text/{split}.{src,tgt}
+    [, .docids] and returns the pair counts) to DEST/bin, skipping finished
+    ones, then DEST/stats.json and a one-line summary. ``args`` needs
+    ``force``, ``workers``, ``min_len`` and ``max_len``."""
     markers = Markers(dest)
     if args.force:
         markers.clear()
@@ -500,8 +511,7 @@ def run_pipeline(command: Command, args: argparse.Namespace) -> dict:
     settings: dict = {"dataset": spec.name, "version": PIPELINE_VERSION, **spec.settings,
                       "extra_train": [str(p) for p, _ in spec.extra_train]}
     steps = [
-        ("text", "text", {}, lambda: stats.update(text=step_text(dest, spec, fetcher,
-                                                                  args.skip_size_check))),
+        ("text", "text", {}, lambda: stats.update(text=text_step())),
         ("tok", "tok", {"tok": {k: list(v) for k, v in spec.tok.items()}},
          lambda: step_tok(dest, spec, args.workers)),
         ("subword", "subword", {"subword": {k: list(v) for k, v in spec.subword.items()}},
@@ -512,18 +522,27 @@ def run_pipeline(command: Command, args: argparse.Namespace) -> dict:
         ("binarize", "bin", {"joined_dictionary": spec.joined_dictionary},
          lambda: step_binarize(dest, spec, args.workers)),
     ]
-    log(describe_sizes(spec))
     markers.run(steps, settings, dest, log)
     stats["final"] = verify_counts(dest, spec)
     # again on the finished data: a re-run that skipped the text step (built
     # earlier with --skip-size-check) must not pass silently
-    check_sizes(spec, stats["final"], args.skip_size_check)
+    check_sizes(spec, stats["final"], getattr(args, "skip_size_check", False))
     stats["paper_train"] = spec.paper_train
     stats["languages"] = [spec.src, spec.tgt]
+    if spec.docids:
+        stats["documents"] = {split: count_documents(dest / "bin" / f"{split}.{spec.src}-{spec.tgt}.docids")
+                              for split in SPLITS}
     tmp = stats_path.with_name("stats.json.tmp")
     tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     tmp.replace(stats_path)
-    log("done: " + ", ".join(f"{s} {n} pairs" for s, n in stats["final"].items())
+    log("done: " + ", ".join(f"{s} {n} pairs" + (f" in {stats['documents'][s]} documents" if spec.docids else "")
+                             for s, n in stats["final"].items())
         + f" in {dest / 'bin'} ({time.time() - start:.0f} s)"
         + (f"; the paper's train: {spec.paper_train}" if spec.paper_train else ""))
     return stats
+
+
+def count_documents(docids: Path) -> int:
+    """Documents of a docids file: runs of consecutive lines with the same id
+    (as --task document_translation reads them)."""
+    return sum(1 for _ in itertools.groupby(iter_lines(docids)))

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, List, Optional, Tuple
 
-from .files import PrepError, count_lines, iter_lines
+from .files import PrepError, count_lines, iter_lines, progress_bar
 
 CHUNK = 2000   # lines per work item of the worker pool
 
@@ -230,8 +230,8 @@ def _chunks(lines: Iterable[str], size: int = CHUNK) -> Iterator[List[str]]:
 def map_file(src: Path, dst: Path, job: tuple, workers: int) -> int:
     """Process every line of ``src`` into ``dst`` (order kept); returns the
     number of lines, which the caller checks."""
-    n = 0
-    with open(dst, "w", encoding="utf-8") as out:
+    n, total = 0, count_lines(src)
+    with open(dst, "w", encoding="utf-8") as out, progress_bar(total, f"{src.parent.name}/{src.name}") as bar:
         if workers <= 1:
             process = make_processor(job)
             results: Iterable[List[str]] = map(process, _chunks(iter_lines(src)))
@@ -246,11 +246,12 @@ def map_file(src: Path, dst: Path, job: tuple, workers: int) -> int:
                         raise PrepError(f"a processed line of {src} contains a newline")
                     out.write(line + "\n")
                 n += len(lines)
+                bar.update(len(lines))
         finally:
             if pool is not None:
                 pool.terminate()
-    if n != count_lines(src):
-        raise PrepError(f"{dst} has {n} lines, {src} {count_lines(src)}")
+    if n != total:
+        raise PrepError(f"{dst} has {n} lines, {src} {total}")
     return n
 
 

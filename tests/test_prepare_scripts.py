@@ -238,7 +238,7 @@ def test_official_names_match_sacrebleu():
 
 
 PREP_MODULES = ("files", "download", "archives", "text", "pipeline", "bible", "wmt14_en_de",
-                "wmt16_ro_en", "wmt17_zh_en", "iwslt", "opensubtitles_en_ru")
+                "wmt16_ro_en", "wmt17_zh_en", "iwslt", "opensubtitles_en_ru", "user_corpus")
 
 
 def test_prep_package_needs_no_torch(tmp_path):
