@@ -63,6 +63,7 @@ from .config import ArgsFileError, flag_value, read_arg_lines, read_args
 from .datasets import DATASETS, SMOKE_DATASET, Dataset, find_root, parse_named
 from .definition import BLEU_FLAVOURS, Row, Table, TableError, check_definition
 from . import reporting
+from .. import progress
 
 # ---------------------------------------------------------------------------
 # smoke mode: appended after every row's own flags (later flags win)
@@ -500,35 +501,11 @@ class TableRun:
             if missing:
                 raise TableError("no binarized data (dict.SRC.txt) for " + "; ".join(missing) + ": prepare it "
                                  "(scripts/prepare-*.sh, README 'Data preparation') or pass --data [DATASET=]DIR")
-        for row in table.rows:  # models first, in table order (warm starts come after their baseline)
-            st = self.states[row.label]
-            if row.label not in needed or not row.train:
-                continue
-            try:
-                self.train_row(st)
-                st.status = "trained"
-            except (StepFailed, ArgsFileError) as e:
-                self.fail(st, "train", e, getattr(e, "log", None))
-            except Exception as e:  # a bug in a step must not hide the other rows
-                self.fail(st, "train", e)
-        for row in table.rows:
-            st = self.states[row.label]
-            if row.label not in needed:
-                self.load_earlier_score(st)
-                continue
-            if st.status == "failed":
-                continue
-            src = self.model_state(st)
-            if src.status == "failed":
-                self.fail(st, "evaluate", StepFailed(f"the model of {row.model_of!r} failed"))
-                continue
-            try:
-                self.evaluate_row(st)
-                st.status = "done" if st.score else st.status
-            except (StepFailed, ArgsFileError) as e:
-                self.fail(st, "evaluate", e, getattr(e, "log", None))
-            except Exception as e:
-                self.fail(st, "evaluate", e)
+        n_steps = sum(1 for row in table.rows if row.label in needed) \
+            + sum(1 for row in table.rows if row.label in needed and row.train)
+        # a bar over the train and evaluate steps when stdout is a terminal
+        with progress.step_bar(n_steps, f"[{table.name}]", unit="step") as bar:
+            self._train_and_evaluate(needed, bar)
         if self.opts.dry_run:
             return 0
         for st in self.states.values():
@@ -566,6 +543,45 @@ class TableRun:
                 print(f"  {name}: {msg}" + (f" (log: {log})" if log else ""), flush=True)
             return 1
         return 0
+
+    def _train_and_evaluate(self, needed: set, bar) -> None:
+        table = self.table
+        for row in table.rows:  # models first, in table order (warm starts come after their baseline)
+            st = self.states[row.label]
+            if row.label not in needed or not row.train:
+                continue
+            bar.set_postfix_str(f"train {row.label}", refresh=True)
+            try:
+                self.train_row(st)
+                st.status = "trained"
+            except (StepFailed, ArgsFileError) as e:
+                self.fail(st, "train", e, getattr(e, "log", None))
+            except Exception as e:  # a bug in a step must not hide the other rows
+                self.fail(st, "train", e)
+            bar.update()
+        for row in table.rows:
+            st = self.states[row.label]
+            if row.label not in needed:
+                self.load_earlier_score(st)
+                continue
+            bar.set_postfix_str(f"evaluate {row.label}", refresh=True)
+            self._evaluate(st)
+            bar.update()
+
+    def _evaluate(self, st: RowState) -> None:
+        if st.status == "failed":
+            return
+        src = self.model_state(st)
+        if src.status == "failed":
+            self.fail(st, "evaluate", StepFailed(f"the model of {st.row.model_of!r} failed"))
+            return
+        try:
+            self.evaluate_row(st)
+            st.status = "done" if st.score else st.status
+        except (StepFailed, ArgsFileError) as e:
+            self.fail(st, "evaluate", e, getattr(e, "log", None))
+        except Exception as e:
+            self.fail(st, "evaluate", e)
 
     def _selected(self) -> List[str]:
         if not self.opts.rows:
