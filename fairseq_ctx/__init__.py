@@ -2,14 +2,109 @@
 
 Load with ``--user-dir fairseq_ctx`` (from the repository root) or
 ``--user-dir $(python -c 'import fairseq_ctx,os;print(os.path.dirname(fairseq_ctx.__file__))')``.
-Importing the package registers the architectures and tasks and allow-lists
-the classes that fairseq checkpoints need for weights-only loading.
+
+:func:`register` registers the architectures and the ``document_translation``
+task with fairseq and allow-lists the classes that fairseq checkpoints need
+for weights-only loading (:mod:`fairseq_ctx.safe_loading`). It imports torch
+and fairseq (seconds), so ``import fairseq_ctx`` calls it only when they are
+in use already, and otherwise defers it:
+
+* ``--user-dir`` (fairseq-train, -generate, -interactive, ...): fairseq is
+  imported before the plugin, so importing the package registers at once.
+* In Python: ``import fairseq_ctx`` after ``import fairseq`` or ``import
+  torch`` registers at once; before them, registration happens the moment
+  fairseq is first imported (an import hook). To have it explicitly, call
+  ``fairseq_ctx.register()`` (idempotent; cheap once done) or import
+  ``fairseq_ctx.models``/``fairseq_ctx.tasks``/``fairseq_ctx.hub``.
+* The console scripts (``fairseq-ctx-*``) import neither torch nor fairseq
+  until their arguments are parsed, so ``--help`` is immediate; each calls
+  :func:`register` before loading a checkpoint.
 """
+import sys as _sys
+import threading
+
 __version__ = "0.1.0"
 
-from . import safe_loading
+_registered = False
 
-safe_loading.install()
 
-from . import models  # noqa: E402,F401  (registers architectures)
-from . import tasks  # noqa: E402,F401  (registers tasks)
+def register():
+    """Register fairseq_ctx's architectures and task with fairseq and install
+    the weights-only checkpoint allow-list. Idempotent."""
+    global _registered
+    if _registered:
+        return
+    _remove_import_hook()
+    import fairseq  # noqa: F401  (first: the plugin's modules subclass fairseq's)
+
+    from . import safe_loading
+
+    safe_loading.install()
+    from . import models  # noqa: F401  (registers the architectures)
+    from . import tasks  # noqa: F401  (registers document_translation)
+
+    _registered = True
+
+
+class _RegisterWhenFairseqIsImported:
+    """A ``sys.meta_path`` finder that lets the normal finders locate
+    ``fairseq`` and this package's submodules and, once the outermost of
+    those imports has finished with fairseq imported, runs :func:`register`;
+    so ``import fairseq_ctx`` followed by any use of fairseq finds the
+    architectures registered. Waiting for the outermost import matters when
+    the first import of fairseq comes from one of our modules (``from
+    fairseq_ctx.data.document_context_dataset import ...``): registering
+    in the middle of it would import that half-initialized module again.
+    It changes nothing about how the modules load, and removes itself once
+    :func:`register` has run."""
+
+    def __init__(self):
+        self._depth = threading.local()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "fairseq" and not fullname.startswith(__name__ + "."):
+            return None
+        for finder in _sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        exec_module = getattr(spec.loader, "exec_module", None)
+        if exec_module is None:  # a legacy loader: leave it alone (register() is then explicit)
+            return spec
+
+        def exec_then_register(module):
+            depth = getattr(self._depth, "value", 0)
+            self._depth.value = depth + 1
+            try:
+                exec_module(module)
+            finally:
+                self._depth.value = depth
+            if depth == 0 and "fairseq" in _sys.modules:
+                register()
+
+        spec.loader.exec_module = exec_then_register
+        return spec
+
+
+_import_hook = None
+
+
+def _remove_import_hook():
+    global _import_hook
+    if _import_hook is not None:
+        try:
+            _sys.meta_path.remove(_import_hook)
+        except ValueError:
+            pass
+        _import_hook = None
+
+
+if "fairseq" in _sys.modules or "torch" in _sys.modules:
+    register()
+else:
+    _import_hook = _RegisterWhenFairseqIsImported()
+    _sys.meta_path.insert(0, _import_hook)

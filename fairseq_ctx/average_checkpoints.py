@@ -16,8 +16,6 @@ import os
 import re
 import sys
 
-import torch
-
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 
@@ -25,7 +23,9 @@ def average_checkpoints(paths):
     """Return the first checkpoint's state with ``model`` replaced by the mean
     of all inputs' parameters (accumulated in fp32, stored in the first
     checkpoint's dtypes)."""
-    import fairseq_ctx  # noqa: F401  (allow-list for weights-only loading)
+    import fairseq_ctx
+
+    fairseq_ctx.register()  # the allow-list for weights-only loading
     from fairseq import checkpoint_utils
 
     if not paths:
@@ -67,7 +67,12 @@ def last_checkpoints(directory, count, update_based=False, upper_bound=None):
 
 def cli_main(argv=None):
     install_excepthook()
-    p = argparse.ArgumentParser(description="Average the parameters of fairseq checkpoints.")
+    p = argparse.ArgumentParser(
+        prog="fairseq-ctx-average-checkpoints", description="Average the parameters of fairseq checkpoints.",
+        epilog="examples:\n"
+               "  fairseq-ctx-average-checkpoints --inputs runs/ctxsan --num-epoch-checkpoints 5 --output avg.pt\n"
+               "  fairseq-ctx-average-checkpoints --inputs a.pt b.pt c.pt --output avg.pt",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--inputs", required=True, nargs="+", help="checkpoint files, or one directory with --num-*")
     p.add_argument("--output", required=True, help="where to write the averaged checkpoint")
     group = p.add_mutually_exclusive_group()
@@ -88,6 +93,8 @@ def cli_main(argv=None):
     else:
         inputs = args.inputs
     print("averaging " + ", ".join(inputs), file=sys.stderr)
+    import torch
+
     torch.save(average_checkpoints(inputs), args.output)
     print(f"wrote {args.output}", file=sys.stderr)
 

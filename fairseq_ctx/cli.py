@@ -27,44 +27,60 @@ def setup_logging(stream=sys.stderr, level=logging.INFO):
 
 def registry_choices(name: str) -> List[str]:
     """The names registered in one of fairseq's registries (``tokenizer``,
-    ``bpe``, ...)."""
+    ``bpe``, ...). Imports fairseq."""
     from fairseq.data import encoders  # noqa: F401  (registering happens at this import)
     from fairseq.registry import REGISTRIES
 
     return sorted(REGISTRIES[name]["registry"].keys())
 
 
+# fairseq 0.12's, for the help text only (the registry decides what is valid)
+TOKENIZER_EXAMPLES = "fairseq's tokenizers: moses, nltk, space"
+BPE_EXAMPLES = ("fairseq's BPEs: sentencepiece (--sentencepiece-model), subword_nmt (--bpe-codes), fastbpe, "
+                "gpt2, bert, byte_bpe, bytes, characters, hf_byte_bpe")
+
+
 def add_text_encoder_args(parser, title: str = "preprocessing (as the model's training data)",
                           tokenizer_help: str = "tokenize raw text before --bpe (default: input is tokenized)",
                           bpe_help: str = "subword-split the text (default: none)"):
-    """``--tokenizer`` and ``--bpe`` with fairseq's choices, in a group of
-    their own (returned, for callers that add more options to it). Parse
-    with :func:`parse_with_encoders` so that the chosen ones add their
-    options."""
+    """``--tokenizer`` and ``--bpe``, in a group of their own (returned, for
+    callers that add more options to it). Their names are checked against
+    fairseq's registries by :func:`parse_with_encoders`, not here, so that
+    building the parser (and ``--help``) does not import fairseq."""
     group = parser.add_argument_group(title)
-    group.add_argument("--tokenizer", choices=registry_choices("tokenizer"), help=tokenizer_help)
-    group.add_argument("--bpe", choices=registry_choices("bpe"), help=bpe_help)
+    group.add_argument("--tokenizer", metavar="NAME", help=f"{tokenizer_help}; {TOKENIZER_EXAMPLES}")
+    group.add_argument("--bpe", metavar="NAME", help=f"{bpe_help}; {BPE_EXAMPLES}")
     return group
 
 
 def add_encoder_options(parser, argv=None):
-    """Add the options of the ``--tokenizer``/``--bpe`` named in ``argv``
-    (e.g. ``--sentencepiece-model``, ``--bpe-codes``), as fairseq's own
-    parsers do in their first pass."""
+    """Check the ``--tokenizer``/``--bpe`` named in ``argv`` against fairseq's
+    registries (an unknown one is a usage error listing the valid ones) and
+    add their options (e.g. ``--sentencepiece-model``, ``--bpe-codes``), as
+    fairseq's own parsers do in their first pass. fairseq is imported only
+    when one of them is given."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--tokenizer")
+    pre.add_argument("--bpe")
+    known, _ = pre.parse_known_args(argv)
+    chosen = {name: getattr(known, name) for name in ("tokenizer", "bpe") if getattr(known, name)}
+    if not chosen:
+        return
     from fairseq.dataclass.utils import gen_parser_from_dataclass
     from fairseq.registry import REGISTRIES
 
-    known, _ = parser.parse_known_args(argv)
-    for name in ("tokenizer", "bpe"):
-        choice = getattr(known, name, None)
-        dc = REGISTRIES[name]["dataclass_registry"].get(choice) if choice else None
+    for name, choice in chosen.items():
+        valid = registry_choices(name)
+        if choice not in valid:
+            parser.error(f"argument --{name}: invalid choice: {choice!r} (choose from {', '.join(valid)})")
+        dc = REGISTRIES[name]["dataclass_registry"].get(choice)
         if dc is not None:
             gen_parser_from_dataclass(parser.add_argument_group(f"--{name} {choice}"), dc())
 
 
 def parse_with_encoders(parser, argv=None):
-    """Two passes: the chosen ``--tokenizer``/``--bpe`` add their options,
-    then the whole command line is parsed."""
+    """Two passes: the chosen ``--tokenizer``/``--bpe`` are checked and add
+    their options, then the whole command line is parsed."""
     add_encoder_options(parser, argv)
     return parser.parse_args(argv)
 
@@ -102,6 +118,33 @@ def comma_list(cast, valid, what: str):
     return parse
 
 
+def wants_help(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for ``-h``/``--help``."""
+    return any(a in ("-h", "--help") for a in argv)
+
+
+def print_quick_help(argv: Sequence[str], quick_parser: Callable[[], argparse.ArgumentParser],
+                     full_parser: Callable[[], argparse.ArgumentParser], fairseq_command: str) -> bool:
+    """Help for a tool whose parser extends one of fairseq's (hundreds of
+    flags, and building it imports fairseq): ``--help`` prints
+    ``quick_parser()``'s help (the tool's own flags and an example; nothing
+    imported) with a ``--help-fairseq`` line, ``--help-fairseq`` the full
+    parser's. Returns whether help was printed (the tool then stops)."""
+    if "--help-fairseq" in argv:
+        import fairseq_ctx
+
+        fairseq_ctx.register()  # the document task's flags
+        full_parser().print_help()
+        return True
+    if wants_help(argv):
+        parser = quick_parser()
+        parser.add_argument("--help-fairseq", action="store_true",
+                            help=f"list every flag (all of {fairseq_command}'s are accepted)")
+        parser.print_help()
+        return True
+    return False
+
+
 # ---------------------------------------------------------------------------
 # checkpoints
 # ---------------------------------------------------------------------------
@@ -134,7 +177,9 @@ def checkpoint_paths(path_args: Sequence[str]) -> List[str]:
 def load_checkpoint(path: str, data: Optional[str], device: str):
     """One frozen model (eval mode, no gradients, on ``device``), its task
     and its arch name; ``data`` replaces the checkpoint's data directory."""
-    import fairseq_ctx  # noqa: F401  (registers archs/tasks, installs safe checkpoint loading)
+    import fairseq_ctx
+
+    fairseq_ctx.register()  # archs, tasks, weights-only checkpoint loading
     from fairseq import checkpoint_utils
 
     overrides = {"data": data} if data else {}
@@ -169,6 +214,10 @@ def contrastive():
 
 def ctxsan_gates():
     _console("fairseq_ctx.analysis.ctxsan_gates")
+
+
+def ctxsan_pos():
+    _console("fairseq_ctx.analysis.ctxsan_pos")
 
 
 def dc_divergence():

@@ -142,6 +142,8 @@ Malformed input stops with one line naming the file and line (or JSON
 entry), e.g. ``fairseq_ctx: error: deixis_dev.dst: 999 lines, but
 deixis_dev.json lists 1000 candidates in 500 groups``.
 """
+from __future__ import annotations  # torch.Tensor in annotations: torch is imported by the scorer only
+
 import argparse
 import json
 import logging
@@ -150,13 +152,15 @@ import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
-import torch
 
-from fairseq_ctx.cli import build_encoders  # shared by the tools (text -> model input)
-from fairseq_ctx.errors import FairseqCtxError
+from fairseq_ctx.cli import BPE_EXAMPLES, TOKENIZER_EXAMPLES, add_encoder_options, build_encoders
+from fairseq_ctx.errors import FairseqCtxError, install_excepthook
+
+if TYPE_CHECKING:
+    import torch
 
 logger = logging.getLogger("fairseq_ctx.contrastive")
 
@@ -659,6 +663,8 @@ class ModelScorer:
     def _warn_unk(self, items):
         """Share of <unk> per side; a model trained on subword units scored
         on words without --bpe sees mostly <unk>."""
+        import torch
+
         for side, d, parts in (
                 ("source", self.task.source_dictionary, [t for s, ctx, _, _ in items for t in [s, *ctx]]),
                 ("target", self.task.target_dictionary, [t for _, _, t, tctx in items for t in [t, *tctx]])):
@@ -676,6 +682,8 @@ class ModelScorer:
         """Token tensors of the candidates, deduplicated: returns the unique
         ``(source, source context, target, target context)`` items and, per
         candidate, its item index."""
+        import torch
+
         src_dict, tgt_dict = self.task.source_dictionary, self.task.target_dictionary
         max_src, max_tgt = self.max_positions if isinstance(self.max_positions, tuple) else (None, None)
         items, index, seen = [], [], {}
@@ -733,43 +741,44 @@ class ModelScorer:
         return model.decoder(net_input["prev_output_tokens"], encoder_out=encoder_out,
                              src_lengths=net_input["src_lengths"])
 
-    @torch.no_grad()
     def _score_batch(self, sample, enc_keys: Optional[np.ndarray] = None,
                      scored: Optional[np.ndarray] = None) -> torch.Tensor:
         """B scores of one collated batch (in the batch's order); ``enc_keys``:
         per row, an id of its encoder input (source + context); ``scored``: per
         row, how many of its last target tokens count (the current sentence
         after a forced target-context prefix; default all)."""
+        import torch
         from fairseq import utils
 
-        if hasattr(self.task, "model_input"):
-            sample = self.task.model_input(self.models, sample)
-        sample = utils.move_to_cuda(sample) if self.device != "cpu" else sample
-        target = sample["target"]  # B x T
-        enc_rows = enc_index = None
-        if enc_keys is not None:
-            _, first, inverse = np.unique(enc_keys, return_index=True, return_inverse=True)
-            if len(first) < len(enc_keys):
-                enc_rows = torch.from_numpy(first).to(target.device)
-                enc_index = torch.from_numpy(inverse.reshape(-1)).to(target.device)
-        token_lprobs = []
-        for model in self.models:
-            net_output = self._forward(model, sample["net_input"], enc_rows, enc_index)
-            lprobs = model.get_normalized_probs(net_output, log_probs=True)  # B x T x V
-            token_lprobs.append(lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1).float())
-        # an ensemble's probability is the mean of the models' (log of the mean, not mean of the logs)
-        lp = token_lprobs[0] if len(token_lprobs) == 1 else (
-            torch.logsumexp(torch.stack(token_lprobs), dim=0) - math.log(len(token_lprobs)))
-        mask = target.ne(self.task.target_dictionary.pad())  # B x T
-        if scored is not None:
-            # right-padded targets: row b's last scored[b] real tokens are its current sentence
-            lengths = mask.sum(dim=1, keepdim=True)
-            positions = torch.arange(target.size(1), device=target.device).unsqueeze(0)
-            mask &= positions >= lengths - torch.as_tensor(scored, device=target.device).unsqueeze(1)
-        scores = (lp * mask).sum(dim=1, dtype=torch.float64)
-        if self.length_normalize:
-            scores = scores / mask.sum(dim=1)
-        return scores.cpu()
+        with torch.no_grad():
+            if hasattr(self.task, "model_input"):
+                sample = self.task.model_input(self.models, sample)
+            sample = utils.move_to_cuda(sample) if self.device != "cpu" else sample
+            target = sample["target"]  # B x T
+            enc_rows = enc_index = None
+            if enc_keys is not None:
+                _, first, inverse = np.unique(enc_keys, return_index=True, return_inverse=True)
+                if len(first) < len(enc_keys):
+                    enc_rows = torch.from_numpy(first).to(target.device)
+                    enc_index = torch.from_numpy(inverse.reshape(-1)).to(target.device)
+            token_lprobs = []
+            for model in self.models:
+                net_output = self._forward(model, sample["net_input"], enc_rows, enc_index)
+                lprobs = model.get_normalized_probs(net_output, log_probs=True)  # B x T x V
+                token_lprobs.append(lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1).float())
+            # an ensemble's probability is the mean of the models' (log of the mean, not mean of the logs)
+            lp = token_lprobs[0] if len(token_lprobs) == 1 else (
+                torch.logsumexp(torch.stack(token_lprobs), dim=0) - math.log(len(token_lprobs)))
+            mask = target.ne(self.task.target_dictionary.pad())  # B x T
+            if scored is not None:
+                # right-padded targets: row b's last scored[b] real tokens are its current sentence
+                lengths = mask.sum(dim=1, keepdim=True)
+                positions = torch.arange(target.size(1), device=target.device).unsqueeze(0)
+                mask &= positions >= lengths - torch.as_tensor(scored, device=target.device).unsqueeze(1)
+            scores = (lp * mask).sum(dim=1, dtype=torch.float64)
+            if self.length_normalize:
+                scores = scores / mask.sum(dim=1)
+            return scores.cpu()
 
     def score_items(self, items) -> np.ndarray:
         """Scores of unique (source, context tokens, target, target context
@@ -821,20 +830,26 @@ def score_groups(scorer, groups: Sequence[Group]) -> List[np.ndarray]:
 # command line
 # ---------------------------------------------------------------------------
 
-def _registry_choices(name):
-    from fairseq.registry import REGISTRIES
-
-    return sorted(REGISTRIES[name]["registry"].keys())
+EXAMPLES = """examples:
+  # a model on Voita et al.'s deixis set (context size and task from the checkpoint)
+  fairseq-ctx-contrastive data/bin --path runs/ctxenc/checkpoint_best.pt --format voita \\
+      --src deixis_dev.src --dst deixis_dev.dst --json deixis_dev.json \\
+      --bpe sentencepiece --sentencepiece-model spm.model --results deixis.json
+  # scores made elsewhere (losses, one per candidate line), no model
+  fairseq-ctx-contrastive --format contrapro --json contrapro.json --src contrapro.text.en \\
+      --dst contrapro.text.de --scores-in scores.txt"""
 
 
 def get_parser():
-    from fairseq.data import encoders  # noqa: F401  (registers --tokenizer/--bpe choices)
-
+    """The command line; builds without importing torch or fairseq (the
+    --tokenizer/--bpe names are checked by :func:`parse_args`)."""
     p = argparse.ArgumentParser(
-        prog="python3 -m fairseq_ctx.contrastive",
+        prog="fairseq-ctx-contrastive",
         description="Accuracy of a fairseq model on contrastive test sets (Voita et al. 2019, "
                     "ContraPro, Bawden et al. 2018), or of scores made elsewhere (--scores-in). "
-                    "See the module docstring for the formats.")
+                    "See docs/evaluation.md and the module docstring (python3 -m pydoc "
+                    "fairseq_ctx.contrastive) for the formats.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", nargs="?", help="data-bin directory with the model's dictionaries")
     p.add_argument("--path", help="checkpoint(s), ':'-separated for an ensemble")
     p.add_argument("--format", required=True, choices=FORMATS)
@@ -855,9 +870,9 @@ def get_parser():
                    help="glue the context to the source (document_translation)")
     g.add_argument("--source-lang")
     g.add_argument("--target-lang")
-    g.add_argument("--tokenizer", choices=_registry_choices("tokenizer"),
-                   help="tokenize raw text before --bpe (default: input is tokenized)")
-    g.add_argument("--bpe", choices=_registry_choices("bpe"), help="subword-split the text (default: none)")
+    g.add_argument("--tokenizer", metavar="NAME",
+                   help=f"tokenize raw text before --bpe (default: input is tokenized); {TOKENIZER_EXAMPLES}")
+    g.add_argument("--bpe", metavar="NAME", help=f"subword-split the text (default: none); {BPE_EXAMPLES}")
     g.add_argument("--source-bpe-model", help="--bpe's model file for the source side (one subword model "
                    "per language); replaces --sentencepiece-model/--bpe-codes/... there")
     g.add_argument("--target-bpe-model", help="--bpe's model file for the target side")
@@ -892,18 +907,10 @@ def get_parser():
 
 
 def parse_args(argv=None):
-    """Two passes, as fairseq's own parsers: the chosen --tokenizer/--bpe add
-    their options (e.g. --sentencepiece-model)."""
-    from fairseq.dataclass.utils import gen_parser_from_dataclass
-    from fairseq.registry import REGISTRIES
-
+    """Two passes, as fairseq's own parsers: the chosen --tokenizer/--bpe are
+    checked and add their options (e.g. --sentencepiece-model)."""
     parser = get_parser()
-    known, _ = parser.parse_known_args(argv)
-    for name in ("tokenizer", "bpe"):
-        choice = getattr(known, name)
-        dc = REGISTRIES[name]["dataclass_registry"].get(choice) if choice else None
-        if dc is not None:
-            gen_parser_from_dataclass(parser.add_argument_group(f"--{name} {choice}"), dc())
+    add_encoder_options(parser, argv)
     args = parser.parse_args(argv)
     if args.scores_in is not None:
         given = [f for f, v in (("DATA-BIN", args.data), ("--path", args.path)) if v is not None]
@@ -961,7 +968,9 @@ def _task_name(state) -> str:
 def load(args):
     """Models and task from the checkpoint(s), with the command line's
     overrides of the task flags."""
-    import fairseq_ctx  # noqa: F401  (registers archs/tasks, installs safe checkpoint loading)
+    import fairseq_ctx
+
+    fairseq_ctx.register()  # archs, tasks, weights-only checkpoint loading
     from fairseq import checkpoint_utils, utils
 
     paths = utils.split_paths(args.path)
@@ -989,6 +998,7 @@ def load(args):
 
 
 def main(argv=None):
+    install_excepthook()  # our errors as one line (python3 -m as well as the console script)
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.INFO, stream=sys.stderr)
     args = parse_args(argv)
@@ -1003,6 +1013,8 @@ def main(argv=None):
         header = (f"{args.format}: {len(groups)} groups, {n_cands} candidates, scores from {args.scores_in} "
                   f"({'higher' if args.maximize else 'lower'} is better)")
     else:
+        import torch
+
         models, task = load(args)
         context_size = getattr(task.cfg, "context_size", 0)
         target_context_size = context_size if getattr(task.cfg, "target_context", False) else 0

@@ -82,8 +82,10 @@ def from_pretrained(model_name_or_path: str, checkpoint_file: str = "checkpoint_
     ``sentencepiece_model=PATH``, ``tokenizer="moses"``, ``context_size=2``,
     ``max_tokens=4096``, ...).  The task and its flags come from the
     checkpoint."""
-    import fairseq_ctx  # noqa: F401  (registers the archs and the task; weights-only loading)
+    import fairseq_ctx
     from fairseq import hub_utils
+
+    fairseq_ctx.register()  # the archs and the task; weights-only loading
 
     if os.path.isfile(model_name_or_path):
         model_name_or_path, checkpoint_file = os.path.split(os.path.abspath(model_name_or_path))

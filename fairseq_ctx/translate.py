@@ -65,10 +65,15 @@ def _quick_help() -> str:
         prog=PROG, description="Translate raw-text documents (one sentence a line, documents separated by empty "
                                "lines or given by --docids) with a fairseq_ctx checkpoint; one detokenized "
                                "translation per input line.",
-        epilog="Every flag of fairseq-interactive is accepted (--help-fairseq lists them): --beam, --lenpen, "
-               "--max-len-a/-b, --max-tokens, --batch-size, --tokenizer, --bpe and their options, --post-process, "
-               "--cpu, --fp16, --skip-invalid-size-inputs-valid-test, --no-progress-bar, --task and its flags. "
-               "The task, its flags and the tokenizer/BPE default to the checkpoint's.")
+        epilog="Every flag of fairseq-interactive is accepted (--help-fairseq lists them): --beam, --lenpen,\n"
+               "--max-len-a/-b, --max-tokens, --batch-size, --tokenizer, --bpe and their options, --post-process,\n"
+               "--cpu, --fp16, --skip-invalid-size-inputs-valid-test, --no-progress-bar, --task and its flags.\n"
+               "The task, its flags and the tokenizer/BPE default to the checkpoint's.\n\n"
+               "example:\n"
+               "  fairseq-ctx-translate data/bible/bin --path runs/ctxenc/checkpoint_best.pt \\\n"
+               "      --input test.es --docids test.docids --beam 4 \\\n"
+               "      --bpe sentencepiece --sentencepiece-model data/bible/spm/spm.model --output test.ctxenc.en",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", metavar="DATA", help="binarized data directory with the dictionaries")
     p.add_argument("--path", required=True, metavar="CKPT", help="checkpoint file (several: joined by ':')")
     p.add_argument("--input", default="-", metavar="FILE", help="input text (default: stdin)")
@@ -160,6 +165,9 @@ def parse_args(argv: Sequence[str]):
     Returns ``(args, state of the first checkpoint, explicitly given dests)``."""
     import ast
 
+    import fairseq_ctx
+
+    fairseq_ctx.register()  # the checkpoint's arch and task, weights-only loading
     from fairseq import checkpoint_utils, options, utils
 
     from fairseq_ctx.errors import ConfigError
@@ -210,8 +218,9 @@ def main(argv: Optional[Sequence[str]] = None):
     setup_logging(level=os.environ.get("LOGLEVEL", "INFO").upper())
     install_excepthook()
     if "--help-fairseq" in argv:
-        import fairseq_ctx  # noqa: F401
+        import fairseq_ctx
 
+        fairseq_ctx.register()  # the document task's flags
         _parser("translation").print_help()
         return None
 
@@ -223,9 +232,11 @@ def main(argv: Optional[Sequence[str]] = None):
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from tqdm import tqdm
 
-    import fairseq_ctx  # noqa: F401  (archs, task, weights-only loading)
+    import fairseq_ctx
     from fairseq_ctx.errors import ConfigError, DataError
     from fairseq_ctx.hub import DocumentHubInterface
+
+    fairseq_ctx.register()  # archs, task, weights-only loading
 
     args, state, _ = parse_args(argv)
     cfg = convert_namespace_to_omegaconf(args)

@@ -75,8 +75,9 @@ def training_minutes(checkpoint, fallback_seconds):
     survives a resume, unlike this process's wall time."""
     import torch
 
-    import fairseq_ctx  # noqa: F401  (allow-list for weights-only loading)
+    import fairseq_ctx
 
+    fairseq_ctx.register()  # the allow-list for weights-only loading
     state = torch.load(checkpoint, map_location="cpu")
     return state.get("extra_state", {}).get("previous_training_time", fallback_seconds) / 60
 

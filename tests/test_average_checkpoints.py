@@ -5,8 +5,10 @@ import sys
 import pytest
 import torch
 
-import fairseq_ctx  # noqa: F401  (allow-list)
+import fairseq_ctx
 from tests.utils import REPO, generate, make_parallel_data, preprocess, train
+
+fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 
 def _average(*args):

@@ -8,9 +8,11 @@ import shutil
 import pytest
 import torch
 
-import fairseq_ctx  # noqa: F401  (allow-lists fairseq checkpoint classes for torch.load)
+import fairseq_ctx
 
 from tests.utils import REPO, generate, interactive, make_parallel_data, preprocess, train, validate
+
+fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 EVAL_BLEU = ["--eval-bleu", "--eval-bleu-args", '{"beam": 1, "max_len_b": 20}',
              "--best-checkpoint-metric", "bleu", "--maximize-best-checkpoint-metric"]

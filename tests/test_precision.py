@@ -16,8 +16,10 @@ import importlib.util
 import pytest
 import torch
 
-import fairseq_ctx  # noqa: F401  (allow-lists fairseq's checkpoint classes for torch.load)
+import fairseq_ctx
 from tests.utils import REPO, build_model, make_parallel_data, preprocess, run_cli, toy_dictionary, train
+
+fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 
 def _load_script():

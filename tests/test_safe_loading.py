@@ -7,9 +7,11 @@ import sys
 import pytest
 import torch
 
-import fairseq_ctx  # noqa: F401  (installs the allow-list)
+import fairseq_ctx
 from fairseq_ctx.safe_loading import fairseq_safe_globals
 from tests.utils import REPO, TINY_MODEL_FLAGS, USER_DIR, generate, make_parallel_data, preprocess, run_cli, train
+
+fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 
 class _SmuggledCall:

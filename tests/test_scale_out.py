@@ -31,8 +31,10 @@ import sys
 import pytest
 import torch
 
-import fairseq_ctx  # noqa: F401  (allow-lists fairseq's checkpoint classes for torch.load)
+import fairseq_ctx
 from tests.utils import REPO, TINY_MODEL_FLAGS, USER_DIR, make_parallel_data, preprocess, validate
+
+fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 DOC_TASK = ["--task", "document_translation", "--context-size", "1"]
 # name -> (arch, flags for training and evaluation)

@@ -58,21 +58,24 @@ Usage::
         [--train-subset train] [--valid-subset valid] [--gen-subset test] \\
         [--epochs 10] [--lr 1e-3] [--batch-size 64] [--train-limit N] [--cpu]
 """
+from __future__ import annotations  # torch is imported by the analysis, not for --help
+
 import argparse
 import copy
+import functools
 import json
 import logging
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 from fairseq_ctx.analysis.probing import NoGlobalStateError, pool_encoder_out, run_encoder
 from fairseq_ctx.cli import add_checkpoint_args, checkpoint_paths, comma_list, load_checkpoint, setup_logging
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
+
+if TYPE_CHECKING:
+    import torch
 
 logger = logging.getLogger("fairseq_ctx.analysis.bow_prediction")
 
@@ -87,6 +90,8 @@ REPRESENTATIONS = {"gret": "gret", "last": "last", "average": "mean"}
 def bag_matrix(bags: Sequence[torch.Tensor], vocab_size: int, num_special: int) -> torch.Tensor:
     """Multi-hot B x V float matrix of the bags (token id tensors, duplicates
     and special symbols allowed: ids below ``num_special`` are dropped)."""
+    import torch
+
     m = torch.zeros(len(bags), vocab_size)
     if bags:
         lengths = torch.tensor([len(b) for b in bags])
@@ -117,21 +122,38 @@ def topk_precision(logits: torch.Tensor, bag: torch.Tensor, ks: Sequence[int], n
     return {k: float((h[keep] / sizes[keep]).mean()) if bool(keep.any()) else float("nan") for k, h in hits.items()}
 
 
-class BowPredictor(nn.Module):
-    """h = W_2 tanh(W_1 s + b_1) + b_2; logits = h E^T (E frozen)."""
+@functools.lru_cache(maxsize=None)
+def _bow_predictor_class():
+    """``BowPredictor``, a ``torch.nn.Module``: defined on first use, so that
+    importing this module (``--help``) does not import torch."""
+    from torch import nn
 
-    def __init__(self, input_dim: int, embeddings: torch.Tensor):
-        super().__init__()
-        dim = embeddings.size(1)
-        self.ffn = nn.Sequential(nn.Linear(input_dim, dim), nn.Tanh(), nn.Linear(dim, dim))
-        self.register_buffer("embeddings", embeddings.detach().clone().float())
+    class BowPredictor(nn.Module):
+        """h = W_2 tanh(W_1 s + b_1) + b_2; logits = h E^T (E frozen)."""
 
-    def forward(self, s: torch.Tensor) -> torch.Tensor:
-        return self.ffn(s) @ self.embeddings.t()
+        def __init__(self, input_dim: int, embeddings: torch.Tensor):
+            super().__init__()
+            dim = embeddings.size(1)
+            self.ffn = nn.Sequential(nn.Linear(input_dim, dim), nn.Tanh(), nn.Linear(dim, dim))
+            self.register_buffer("embeddings", embeddings.detach().clone().float())
+
+        def forward(self, s: torch.Tensor) -> torch.Tensor:
+            return self.ffn(s) @ self.embeddings.t()
+
+    BowPredictor.__qualname__ = "BowPredictor"  # pickles as ...bow_prediction.BowPredictor (module __getattr__)
+    return BowPredictor
+
+
+def __getattr__(name):
+    if name == "BowPredictor":
+        return _bow_predictor_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def bow_loss(logits: torch.Tensor, bag: torch.Tensor, num_special: int) -> torch.Tensor:
     """-log P(y_bow|s) = -sum over the bag of log softmax, mean over sentences."""
+    import torch.nn.functional as F
+
     logits = logits.clone()
     logits[:, :num_special] = float("-inf")
     logp = F.log_softmax(logits, dim=-1)
@@ -157,6 +179,7 @@ def extract_split(model, task, split: str, reps: Sequence[str], max_tokens: int,
                   device: str = "cpu", path: str = "") -> SplitFeatures:
     """Run the frozen encoder over ``split`` (all of it, or a random
     ``limit`` sentences) and keep the representations and target bags."""
+    import torch
     from fairseq.data import data_utils
 
     dataset = task.dataset(split)
@@ -202,13 +225,17 @@ def extract_split(model, task, split: str, reps: Sequence[str], max_tokens: int,
 # ---------------------------------------------------------------------------
 
 def _batches(n: int, batch_size: int, gen: Optional[torch.Generator] = None):
+    import torch
+
     order = torch.randperm(n, generator=gen) if gen is not None else torch.arange(n)
     for i in range(0, n, batch_size):
         yield order[i:i + batch_size]
 
 
-def mean_loss(predictor: BowPredictor, x: torch.Tensor, bags: List[torch.Tensor], vocab: int, num_special: int,
+def mean_loss(predictor: torch.nn.Module, x: torch.Tensor, bags: List[torch.Tensor], vocab: int, num_special: int,
               batch_size: int = 256) -> float:
+    import torch
+
     predictor.eval()
     total, n = 0.0, 0
     with torch.no_grad():
@@ -219,8 +246,10 @@ def mean_loss(predictor: BowPredictor, x: torch.Tensor, bags: List[torch.Tensor]
     return total / max(n, 1)
 
 
-def evaluate(predictor: BowPredictor, x: torch.Tensor, bags: List[torch.Tensor], ks: Sequence[int], vocab: int,
+def evaluate(predictor: torch.nn.Module, x: torch.Tensor, bags: List[torch.Tensor], ks: Sequence[int], vocab: int,
              num_special: int, batch_size: int = 256) -> Dict[int, float]:
+    import torch
+
     predictor.eval()
     sums = {k: 0.0 for k in ks}
     n = 0
@@ -239,11 +268,13 @@ def evaluate(predictor: BowPredictor, x: torch.Tensor, bags: List[torch.Tensor],
 def train_predictor(train: SplitFeatures, valid: Optional[SplitFeatures], rep: str, embeddings: torch.Tensor,
                     num_special: int, epochs: int = 10, lr: float = 1e-3, batch_size: int = 64, seed: int = 1,
                     device: str = "cpu"):
+    import torch
+
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     x = train.feats[rep].to(device)
     vocab = embeddings.size(0)
-    predictor = BowPredictor(x.size(1), embeddings).to(device)
+    predictor = _bow_predictor_class()(x.size(1), embeddings).to(device)
     opt = torch.optim.Adam(predictor.ffn.parameters(), lr=lr)
     history, best = [], (float("inf"), None, 0)
     for epoch in range(1, epochs + 1):
@@ -289,9 +320,13 @@ def _rep_list(text: str) -> List[str]:
 
 def get_parser():
     p = argparse.ArgumentParser(
-        prog="python3 -m fairseq_ctx.analysis.bow_prediction",
+        prog="fairseq-ctx-bow-prediction",
         description="Bag-of-words prediction from frozen sentence representations (GRET Table 5). "
-                    "See the module docstring.")
+                    "See the module docstring (python3 -m pydoc fairseq_ctx.analysis.bow_prediction).",
+        epilog="example:\n"
+               "  fairseq-ctx-bow-prediction data/bin --path runs/gret/checkpoint_best.pt --out bow/ \\\n"
+               "      --representations gret,last,average --topk 200,500,1000 --train-limit 100000",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_args(p)
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (bow_prediction.json)")
     p.add_argument("--representations", type=_rep_list, default=list(REPRESENTATIONS),
@@ -390,6 +425,8 @@ def main(argv=None):
     setup_logging()
     args = parse_args(argv)
     paths = checkpoint_paths(args.path)
+    import torch
+
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     checkpoints = [analyse_checkpoint(p, args, device) for p in paths]
     summary = {

@@ -36,14 +36,22 @@ Usage::
     python3 -m fairseq_ctx.analysis.ctxenc_context_attention DATA-BIN --path CKPT \\
         --task document_translation --gen-subset test --out ctx_attention.json \\
         [--top-k 10] [--min-count 10] [--max-tokens 4000] [--cpu]
+
+Every flag of ``fairseq-generate`` is accepted (``--help-fairseq`` lists them).
 """
+from __future__ import annotations  # torch is imported by the analysis, not for --help
+
+import argparse
 import json
 import logging
-from typing import Dict
+import sys
+from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
-import torch
+from fairseq_ctx.cli import print_quick_help, setup_logging
+from fairseq_ctx.errors import install_excepthook
 
-from fairseq_ctx.cli import setup_logging
+if TYPE_CHECKING:
+    import torch
 
 logger = logging.getLogger("fairseq_ctx.analysis.ctxenc_context_attention")
 
@@ -58,6 +66,8 @@ class ShareAccumulator:
     ``bincount``)."""
 
     def __init__(self, vocab_size: int):
+        import torch
+
         self.share = torch.zeros(vocab_size, dtype=torch.float64)
         self.position = torch.zeros(vocab_size, dtype=torch.float64)
         self.count = torch.zeros(vocab_size, dtype=torch.float64)
@@ -70,6 +80,8 @@ class ShareAccumulator:
     def add(self, tokens: torch.Tensor, share: torch.Tensor, keep: torch.Tensor,
             has_context: torch.Tensor):
         """tokens, share, keep: B x T (keep: real, non-EOS tokens); has_context: B."""
+        import torch
+
         position = (keep.long().cumsum(dim=1) - 1).double()
         ids = tokens[keep]
         n = self.count.numel()
@@ -87,6 +99,8 @@ class ShareAccumulator:
             acc[1] += int(per_len[flag].sum())
 
     def result(self, dictionary, min_count: int) -> Dict:
+        import torch
+
         total = float(self.count.sum())
         if total == 0:
             raise ValueError("no source tokens to analyse")
@@ -118,6 +132,7 @@ class ShareAccumulator:
 
 
 def analyse(model, task, subset: str, cfg, min_count: int = 10, limit: int = 0) -> Dict:
+    import torch
     from fairseq import utils
 
     encoder = model.encoder
@@ -178,20 +193,61 @@ def format_table(res: Dict, top_k: int) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None):
-    setup_logging()
-    import fairseq_ctx  # noqa: F401  (registers the task and the arch; safe checkpoint loading)
-    from fairseq import checkpoint_utils, options, tasks, utils
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+PROG = "fairseq-ctx-ctxenc-context-attention"
 
-    parser = options.get_generation_parser()
+
+def _add_own_args(parser: argparse.ArgumentParser):
     parser.add_argument("--out", required=True, metavar="FILE", help="JSON output file")
     parser.add_argument("--top-k", type=int, default=10, metavar="K", help="rows of the printed table")
     parser.add_argument("--min-count", type=int, default=10, metavar="N",
                         help="rank only types seen at least N times (counted per ranking: all occurrences, "
                              "non-initial ones); default 10, the paper's threshold as recalled (unchecked)")
     parser.add_argument("--limit", type=int, default=0, metavar="N", help="about N sentences at most (0: all)")
-    args = options.parse_args_and_arch(parser, input_args=argv)
+
+
+def get_parser() -> argparse.ArgumentParser:
+    """fairseq-generate's parser with the analysis' flags (imports fairseq)."""
+    from fairseq import options
+
+    parser = options.get_generation_parser()
+    parser.prog = PROG
+    _add_own_args(parser)
+    return parser
+
+
+def _quick_parser() -> argparse.ArgumentParser:
+    """The flags that matter here, for --help without importing fairseq."""
+    p = argparse.ArgumentParser(
+        prog=PROG, description=__doc__.split("\n\n")[0],
+        epilog="example:\n"
+               "  fairseq-ctx-ctxenc-context-attention data/bin --path runs/ctxenc/checkpoint_best.pt \\\n"
+               "      --task document_translation --gen-subset test --out ctx_attention.json --top-k 10",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", metavar="DATA-BIN", help="binarized data directory (fairseq-preprocess output)")
+    p.add_argument("--path", required=True, help="a transformer_ctxenc checkpoint")
+    p.add_argument("--task", help="document_translation, with its flags (--context-size, --context-mode, "
+                                  "--shuffle-context, ...)")
+    p.add_argument("--gen-subset", default="test", help="subset to analyse (default: test)")
+    p.add_argument("--max-tokens", type=int, help="tokens per batch (default 4000)")
+    p.add_argument("--cpu", action="store_true", help="run on CPU even if CUDA is available")
+    _add_own_args(p)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if print_quick_help(argv, _quick_parser, get_parser, "fairseq-generate"):
+        return None
+    install_excepthook()
+    setup_logging()
+    import torch
+    from fairseq import checkpoint_utils, options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    import fairseq_ctx
+
+    fairseq_ctx.register()  # the task and the arch; weights-only checkpoint loading
+    args = options.parse_args_and_arch(get_parser(), input_args=argv)
     if args.top_k < 1:
         raise ValueError(f"--top-k must be >= 1, got {args.top_k}")
     if args.max_tokens is None and args.batch_size is None:

@@ -25,24 +25,29 @@ Usage::
 Several checkpoints separated by ``:`` (say, one per context type) become
 several panels of one figure.
 """
+from __future__ import annotations  # torch and fairseq are imported by the analysis, not for --help
+
 import argparse
 import json
 import os
-from typing import Dict, List
+from typing import TYPE_CHECKING, Dict, List
 
-import torch
-
-import fairseq_ctx  # noqa: F401  (registers transformer_ctxsan, safe loading)
-from fairseq import utils
 from fairseq_ctx.cli import load_checkpoint
-from fairseq_ctx.models.transformer_ctxsan import TransformerCtxSanModel
+from fairseq_ctx.errors import install_excepthook
+
+if TYPE_CHECKING:
+    import torch
 
 SLOTS = ("q", "k")
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="fairseq-ctx-ctxsan-gates", description=__doc__.split("\n\n")[0],
+        epilog="example (one panel per checkpoint, e.g. one per context type):\n"
+               "  fairseq-ctx-ctxsan-gates data/bin --path runs/global/ckpt.pt:runs/deep/ckpt.pt \\\n"
+               "      --gen-subset valid --out gates/    # gates.json, gates.png, tokens.jsonl",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="binarized data directory (fairseq-preprocess output)")
     p.add_argument("--path", required=True, help="checkpoint(s), separated by ':'")
     p.add_argument("--gen-subset", default="valid", help="subset to run over (default: valid)")
@@ -61,7 +66,12 @@ def analyse_model(path: str, data: str, subset: str, max_tokens: int, max_senten
                   token_out) -> Dict:
     """Run one checkpoint over ``subset``; write its per-token lines to
     ``token_out`` and return its per-layer means."""
+    import torch
+    from fairseq import utils
+
     model, task, _ = load_checkpoint(path, data, "cuda" if use_cuda else "cpu")
+    from fairseq_ctx.models.transformer_ctxsan import TransformerCtxSanModel
+
     if not isinstance(model, TransformerCtxSanModel):
         raise ValueError(f"--path {path}: not a transformer_ctxsan checkpoint ({type(model).__name__})")
     attentions = model.ctxsan_attentions()
@@ -169,8 +179,11 @@ def plot(summary: Dict, png: str):
 
 
 def main(argv=None):
+    install_excepthook()
     args = get_parser().parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
+    import torch
+
     use_cuda = torch.cuda.is_available() and not args.cpu
     summary = {"subset": args.gen_subset, "data": args.data, "models": []}
     with open(os.path.join(args.out, "tokens.jsonl"), "w") as token_out:

@@ -218,11 +218,14 @@ def plot(result: Dict, png: str, title: str):
 
 def get_parser():
     p = argparse.ArgumentParser(
-        prog="python3 -m fairseq_ctx.analysis.ctxsan_pos",
+        prog="fairseq-ctx-ctxsan-pos",
         description="Context gates by part of speech (ctxsan Figure 4) from ctxsan_gates' tokens.jsonl. Tags: "
                     "--tags FILE (CoNLL-U or word_TAG, one sentence per split sentence id, on the tokenization "
                     "the subwords came from); without it, spaCy with --spacy-model if installed (no model can be "
-                    "downloaded on an offline machine: give a tagged file).")
+                    "downloaded on an offline machine: give a tagged file).",
+        epilog="example (after fairseq-ctx-ctxsan-gates ... --out gates/):\n"
+               "  fairseq-ctx-ctxsan-pos gates/tokens.jsonl --tags valid.en.conllu --universal12 --out pos/",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("tokens", help="tokens.jsonl written by fairseq_ctx.analysis.ctxsan_gates")
     p.add_argument("--tags", help="tagged sentences: CoNLL-U (FORM, UPOS) or 'word_TAG' lines")
     p.add_argument("--tag-format", choices=("auto", "conllu", "word_tag"), default="auto")

@@ -34,17 +34,24 @@ Usage::
 
     python3 -m fairseq_ctx.analysis.dc_divergence --path CKPT DATA-BIN \\
         --gen-subset valid --out DIR [--head-reduction max|peak] [--max-tokens 4000] [--limit N] [--cpu]
+
+Every flag of ``fairseq-generate`` is accepted (``--help-fairseq`` lists them).
 """
+from __future__ import annotations  # torch is imported by the analysis, not for --help
+
+import argparse
 import json
 import logging
 import math
 import os
 import sys
-from typing import Dict, List
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
-import torch
+from fairseq_ctx.cli import print_quick_help, setup_logging
+from fairseq_ctx.errors import install_excepthook
 
-from fairseq_ctx.cli import setup_logging
+if TYPE_CHECKING:
+    import torch
 
 logger = logging.getLogger("fairseq_ctx.analysis.dc_divergence")
 
@@ -81,6 +88,8 @@ def reduce_heads(alpha: torch.Tensor, how: str = "max") -> torch.Tensor:
 
 def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """Eq. 12 with 0 log 0 = 0, over the last dimension (nats)."""
+    import torch
+
     return (torch.xlogy(p, p) - torch.xlogy(p, q)).sum(dim=-1)
 
 
@@ -96,6 +105,8 @@ def layer_divergences(dc_alpha: List[torch.Tensor], src_mask: torch.Tensor, head
     dc_alpha: per DC layer, B x 2 x H x T x T ([alpha_l, alpha_g]);
     src_mask: B x T, True at real tokens (the queries counted; pad keys carry
     no weight already). Returns (sums per layer, #tokens)."""
+    import torch
+
     sums = []
     mask = src_mask.to(torch.float64)
     for alpha in dc_alpha:
@@ -108,6 +119,7 @@ def layer_divergences(dc_alpha: List[torch.Tensor], src_mask: torch.Tensor, head
 
 
 def analyse_model(model, task, subset: str, cfg, limit: int = 0, head_reduction: str = "max") -> Dict:
+    import torch
     from fairseq import utils
 
     encoder = model.encoder
@@ -189,20 +201,59 @@ def plot(results: List[Dict], path: str):
     plt.close(fig)
 
 
-def main(argv=None):
-    setup_logging(stream=sys.stdout)
-    import fairseq_ctx  # noqa: F401  (registers transformer_dc; safe checkpoint loading)
-    from fairseq import checkpoint_utils, options, tasks, utils
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+PROG = "fairseq-ctx-dc-divergence"
 
-    parser = options.get_generation_parser()
+
+def _add_own_args(parser: argparse.ArgumentParser):
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory for the JSON and PNG")
     parser.add_argument("--limit", type=int, default=0, metavar="N",
                         help="analyse at most about N sentences per checkpoint (0: all)")
     parser.add_argument("--head-reduction", choices=list(HEAD_REDUCTIONS), default="max",
                         help="Eq. 10's reduction over heads: max = element-wise maximum over heads, renormalised "
                              "(default); peak = per query the head with the highest peak weight")
-    args = options.parse_args_and_arch(parser, input_args=argv)
+
+
+def get_parser() -> argparse.ArgumentParser:
+    """fairseq-generate's parser with the analysis' flags (imports fairseq)."""
+    from fairseq import options
+
+    parser = options.get_generation_parser()
+    parser.prog = PROG
+    _add_own_args(parser)
+    return parser
+
+
+def _quick_parser() -> argparse.ArgumentParser:
+    """The flags that matter here, for --help without importing fairseq."""
+    p = argparse.ArgumentParser(
+        prog=PROG, description=__doc__.split("\n\n")[0],
+        epilog="example (one curve per checkpoint, e.g. one per --dc-kernel-size, as Figure 4):\n"
+               "  fairseq-ctx-dc-divergence data/bin --path runs/dc-k3/ckpt.pt:runs/dc-k5/ckpt.pt \\\n"
+               "      --gen-subset valid --out dc_div/    # dc_divergence.json, dc_divergence.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", metavar="DATA-BIN", help="binarized data directory (fairseq-preprocess output)")
+    p.add_argument("--path", required=True, help="checkpoint(s), ':'-separated; each analysed on its own")
+    p.add_argument("--gen-subset", default="test", help="subset to analyse (default: test)")
+    p.add_argument("--max-tokens", type=int, help="tokens per batch (default 4000)")
+    p.add_argument("--cpu", action="store_true", help="run on CPU even if CUDA is available")
+    _add_own_args(p)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if print_quick_help(argv, _quick_parser, get_parser, "fairseq-generate"):
+        return None
+    install_excepthook()
+    setup_logging(stream=sys.stdout)
+    import torch
+    from fairseq import checkpoint_utils, options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    import fairseq_ctx
+
+    fairseq_ctx.register()  # transformer_dc; weights-only checkpoint loading
+    args = options.parse_args_and_arch(get_parser(), input_args=argv)
     if args.max_tokens is None and args.batch_size is None:
         args.max_tokens = 4000
     cfg = convert_namespace_to_omegaconf(args)

@@ -68,22 +68,25 @@ Usage::
         [--tasks SentLen,BShift] [--hidden 50,100,200] [--dropout 0,0.1,0.2] \\
         [--epochs 100] [--patience 5] [--max-train N] [--max-tokens 4000] [--cpu]
 """
+from __future__ import annotations  # torch is imported by the analysis, not for --help
+
 import argparse
 import copy
+import functools
 import json
 import logging
 import os
 import urllib.error
 import urllib.request
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
-
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from fairseq_ctx.cli import (add_checkpoint_args, add_text_encoder_args, build_encoders, checkpoint_paths,
                              comma_list, load_checkpoint, parse_with_encoders, setup_logging)
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 logger = logging.getLogger("fairseq_ctx.analysis.probing")
 
@@ -165,6 +168,8 @@ def read_probing_file(path: str) -> Dict[str, Dict[str, list]]:
 def label_index(data: Dict[str, Dict[str, list]], path: str) -> Tuple[List[str], Dict[str, torch.Tensor]]:
     """Classes in sorted order of the training labels (as SentEval), and the
     label tensor of each split. A va/te label unseen in training is an error."""
+    import torch
+
     classes = sorted(set(data["tr"]["labels"]))
     if len(classes) < 2:
         raise ProbingDataError(f"{path}: the training split has a single label {classes[0]!r}; "
@@ -227,6 +232,8 @@ def pool_encoder_out(encoder_out: Dict, src_tokens: torch.Tensor, pad_idx: int,
       ``</s>``), wherever the padding is (left or right);
     * ``gret``: GRET's global state s^M, ``encoder_out["gret_global"][0]``.
     """
+    import torch
+
     x = encoder_out["encoder_out"][0].transpose(0, 1)  # B x T x C
     mask = src_tokens.ne(pad_idx)
     if mask.shape != x.shape[:2]:
@@ -281,6 +288,7 @@ def sentence_features(model, token_lists: Sequence[torch.Tensor], pad_idx: int, 
                       max_sentences: int = 256, device: str = "cpu") -> Dict[str, torch.Tensor]:
     """Pooled frozen-encoder features (N x C per kind, float32, on CPU, in
     the order of ``token_lists``; each list ends with ``</s>``)."""
+    import torch
     from fairseq.data import data_utils
 
     model.eval()
@@ -305,27 +313,45 @@ def sentence_features(model, token_lists: Sequence[torch.Tensor], pad_idx: int, 
 # the probing classifier
 # ---------------------------------------------------------------------------
 
-class ProbeMLP(nn.Module):
-    """SentEval's MLP: Linear -> Dropout -> Sigmoid -> Linear (hidden 0:
-    logistic regression, one Linear)."""
+@functools.lru_cache(maxsize=None)
+def _probe_mlp_class():
+    """``ProbeMLP``, a ``torch.nn.Module``: defined on first use, so that
+    importing this module (``--help``) does not import torch."""
+    import torch
+    from torch import nn
 
-    def __init__(self, input_dim: int, num_classes: int, hidden: int, dropout: float = 0.0):
-        super().__init__()
-        if hidden > 0:
-            self.hidden = nn.Linear(input_dim, hidden)
-            self.dropout = nn.Dropout(dropout)
-            self.out = nn.Linear(hidden, num_classes)
-        else:
-            self.hidden = None
-            self.out = nn.Linear(input_dim, num_classes)
+    class ProbeMLP(nn.Module):
+        """SentEval's MLP: Linear -> Dropout -> Sigmoid -> Linear (hidden 0:
+        logistic regression, one Linear)."""
 
-    def forward(self, x):
-        if self.hidden is not None:
-            x = torch.sigmoid(self.dropout(self.hidden(x)))
-        return self.out(x)
+        def __init__(self, input_dim: int, num_classes: int, hidden: int, dropout: float = 0.0):
+            super().__init__()
+            if hidden > 0:
+                self.hidden = nn.Linear(input_dim, hidden)
+                self.dropout = nn.Dropout(dropout)
+                self.out = nn.Linear(hidden, num_classes)
+            else:
+                self.hidden = None
+                self.out = nn.Linear(input_dim, num_classes)
+
+        def forward(self, x):
+            if self.hidden is not None:
+                x = torch.sigmoid(self.dropout(self.hidden(x)))
+            return self.out(x)
+
+    ProbeMLP.__qualname__ = "ProbeMLP"  # pickles as fairseq_ctx.analysis.probing.ProbeMLP (module __getattr__)
+    return ProbeMLP
+
+
+def __getattr__(name):
+    if name == "ProbeMLP":
+        return _probe_mlp_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, chunk: int = 8192) -> float:
+    import torch
+
     model.eval()
     correct = 0
     with torch.no_grad():
@@ -340,9 +366,12 @@ def train_probe(x: Dict[str, torch.Tensor], y: Dict[str, torch.Tensor], num_clas
     """Train one classifier on ``x["tr"]``, keep the epoch with the best
     ``va`` accuracy (the first of equals), stop after ``patience`` epochs
     without improvement (0: run all ``epochs``); report ``te`` accuracy."""
+    import torch
+    import torch.nn.functional as F
+
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
-    model = ProbeMLP(x["tr"].size(1), num_classes, hidden, dropout)
+    model = _probe_mlp_class()(x["tr"].size(1), num_classes, hidden, dropout)
     opt = torch.optim.RMSprop(model.parameters(), lr=lr)
     best_acc, best_state, best_epoch, stale, epoch = -1.0, None, 0, 0, 0
     n = len(x["tr"])
@@ -390,9 +419,15 @@ _float_list = comma_list(float, lambda v: 0.0 <= v < 1.0, "dropouts in [0, 1)")
 
 def get_parser():
     p = argparse.ArgumentParser(
-        prog="python3 -m fairseq_ctx.analysis.probing",
+        prog="fairseq-ctx-probing",
         description="SentEval probing tasks (Conneau et al. 2018; DC paper Table 4) on frozen, "
-                    "mean-pooled encoder states. See the module docstring.")
+                    "mean-pooled encoder states. See the module docstring (python3 -m pydoc "
+                    "fairseq_ctx.analysis.probing).",
+        epilog="example (two checkpoints side by side; SentEval's files fetched into probing/):\n"
+               "  fairseq-ctx-probing data/bin --path runs/base/ckpt.pt:runs/dc/ckpt.pt \\\n"
+               "      --probing-dir probing --download --tokenizer moses \\\n"
+               "      --bpe sentencepiece --sentencepiece-model spm.model --out probing_out/",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_args(p)
     p.add_argument("--probing-dir", default="probing", metavar="DIR",
                    help="directory of SentEval's probing files (default: ./probing)")
@@ -517,6 +552,8 @@ def main(argv=None):
                 d["tr"][key] = d["tr"][key][:args.max_train]
         classes, labels = label_index(d, path)
         data[task_name] = (path, d, classes, labels)
+    import torch
+
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     encode = build_encoders(args)
     checkpoints = []

@@ -58,7 +58,13 @@ def parse_args(argv=None):
         prog="fairseq-ctx-score",
         description="BLEU, chrF and TER (sacreBLEU, with signatures; optionally tokenized BLEU with compound "
                     "splitting), document-level BLEU and BLEU by document position (--docids), paired bootstrap "
-                    "p-values against a baseline for each metric, and BLEU by source length.")
+                    "p-values against a baseline for each metric, and BLEU by source length.",
+        epilog="examples:\n"
+               "  fairseq-ctx-score --ref test.en --hyp base=gen.transformer.log ctxenc=test.ctxenc.en "
+               "--baseline base\n"
+               "  fairseq-ctx-score --ref test.en --docids test.docids --hyp ctxenc=test.ctxenc.en \\\n"
+               "      --src-bin data/bin/test.es-en.es --length-buckets --plot buckets.png --json scores.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ref", required=True, help="detokenized reference, one sentence a line")
     p.add_argument("--hyp", required=True, nargs="+", metavar="NAME=FILE",
                    help="systems: fairseq-generate logs (D- lines) or text files, one hypothesis a line")

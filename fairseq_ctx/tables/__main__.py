@@ -19,7 +19,12 @@ def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fairseq-ctx-table",
         description="Train every row of a paper's table, average checkpoints, decode, score, analyse and print "
-                    "the table beside the paper's numbers (docs/tables.md).")
+                    "the table beside the paper's numbers (docs/tables.md).",
+        epilog="examples:\n"
+               "  fairseq-ctx-table ctxsan-table1 --smoke --cpu        # every row, tiny, on the Bible corpus\n"
+               "  fairseq-ctx-table ctxsan-table1 --data data/wmt14-en-de/bin --gpus 8\n"
+               "  fairseq-ctx-table gret-table1 --data wmt14_en_de=data/wmt14-en-de/bin --rows 3 4 --dry-run",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("table", metavar="TABLE", choices=names, help="one of: " + ", ".join(names))
     parser.add_argument("--root", metavar="DIR",
                         help="the fairseq_ctx checkout whose configs/, data/ and runs/ are used (default: the one "
