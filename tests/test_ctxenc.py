@@ -1,8 +1,8 @@
 """Tests of transformer_ctxenc (Voita et al., ACL 2018): the gated layer, the
-shared context encoder, parameter counts, padding invariance, incremental
-decoding, beam reordering, and fairseq-train/generate/interactive runs with
---task document_translation."""
-import math
+shared context encoder, parameter counts, context states on request, and the
+context-attention analysis. Padding invariance, incremental decoding, beam
+reordering and fairseq-generate/-interactive with --task
+document_translation are the architecture contract (tests/test_contract.py)."""
 import re
 
 import pytest
@@ -12,7 +12,7 @@ import fairseq_ctx  # noqa: F401  (registers the arch and the task)
 
 from fairseq_ctx.models import transformer_ctxenc as ctxenc_mod
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
-from tests.utils import build_model as build, generate, interactive, make_parallel_data, n_params, preprocess, toy_dictionary, train
+from tests.utils import build_model as build, n_params, toy_dictionary
 
 torch.set_num_threads(1)
 
@@ -196,42 +196,9 @@ def test_shared_pass_strategies_agree(monkeypatch, path):
     assert torch.allclose(grad, ref_grad, atol=1e-4)
 
 
-def test_padding_invariance():
-    """A sentence's decoder output is unchanged when batched with longer
-    sentences and longer contexts."""
-    model = tiny()
-    src = rand_tokens(1, 5, 8)
-    ctx = rand_tokens(1, 4, 9)
-    prev = rand_tokens(1, 6, 10)
-    alone = model(src, torch.tensor([5]), prev, ctx_tokens=ctx)[0]
-    src_b = torch.cat([torch.cat([torch.ones(1, 4, dtype=torch.long), src], 1), rand_tokens(1, 9, 11)])
-    ctx_b = torch.cat([torch.cat([torch.ones(1, 8, dtype=torch.long), ctx], 1), rand_tokens(1, 12, 12)])
-    prev_b = torch.cat([torch.cat([prev, torch.ones(1, 3, dtype=torch.long)], 1), rand_tokens(1, 9, 13)])
-    batched = model(src_b, torch.tensor([5, 9]), prev_b, ctx_tokens=ctx_b)[0]
-    assert torch.allclose(alone[0], batched[0, :6], atol=1e-5)
-
-
 # ---------------------------------------------------------------------------
 # decoding
 # ---------------------------------------------------------------------------
-
-def _incremental(model, encoder_out, prev, state=None, start=0):
-    state = {} if state is None else state
-    outs = []
-    for t in range(start, prev.size(1)):
-        out, _ = model.decoder(prev[:, :t + 1], encoder_out=encoder_out, incremental_state=state)
-        outs.append(out)
-    return torch.cat(outs, dim=1), state
-
-
-def test_incremental_equals_full_forward():
-    model = tiny()
-    src, ctx, prev = rand_tokens(3, 6, 14), rand_tokens(3, 4, 15), rand_tokens(3, 5, 16)
-    full = model(src, None, prev, ctx_tokens=ctx)[0]
-    enc = model.encoder(src, ctx_tokens=ctx)
-    step, _ = _incremental(model, enc, prev)
-    assert torch.allclose(full, step, atol=1e-5)
-
 
 def test_context_states_only_on_request_and_decoding_is_unchanged():
     """By default encoder_out carries no context states (the decoder never
@@ -251,55 +218,15 @@ def test_context_states_only_on_request_and_decoding_is_unchanged():
         torch.testing.assert_close(model.decoder(prev, plain)[0], model.decoder(prev, full)[0], atol=0, rtol=0)
 
 
-def test_beam_reordering_mid_sequence():
-    model = tiny()
-    src, ctx, prev = rand_tokens(2, 6, 17), rand_tokens(2, 4, 18), rand_tokens(2, 5, 19)
-    order = torch.tensor([1, 0, 1])
-    enc = model.encoder(src, ctx_tokens=ctx, return_context=True)
-    _, state = _incremental(model, enc, prev[:, :2])
-    enc = model.encoder.reorder_encoder_out(enc, order)
-    assert enc["ctx_out"][0].shape[1] == 3 and enc["ctx_padding_mask"][0].shape[0] == 3
-    model.decoder.reorder_incremental_state_scripting(state, order)
-    rest, _ = _incremental(model, enc, prev[order], state=state, start=2)
-    expected = model(src[order], None, prev[order], ctx_tokens=ctx[order])[0][:, 2:]
-    assert torch.allclose(rest, expected, atol=1e-5)
-
-
 # ---------------------------------------------------------------------------
 # command line
 # ---------------------------------------------------------------------------
 
+# generate, interactive and --score-reference of ctxenc: tests/test_contract.py
+
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ctxenc")
-    data = make_parallel_data(root / "raw", num_train=120, num_valid=12, num_test=14)
-    bin_dir = preprocess(data, root / "bin")
-    train(bin_dir, root / "ckpt", arch="transformer_ctxenc_tiny", model_flags=(), task_flags=TASK,
-          max_update=4, extra=["--share-all-embeddings"])
-    return bin_dir, root / "ckpt" / "checkpoint_last.pt", data
-
-
-def test_generate_every_sentence_finite(trained):
-    bin_dir, ckpt, data = trained
-    hyps, srcs, _ = generate(bin_dir, ckpt, task_flags=TASK, beam=2)
-    assert sorted(hyps) == list(range(14)) == sorted(srcs)
-    assert all(math.isfinite(score) for _, score in hyps.values())
-
-
-def test_score_reference(trained):
-    bin_dir, ckpt, _ = trained
-    hyps, _, _ = generate(bin_dir, ckpt, task_flags=TASK, extra=["--score-reference"])
-    assert sorted(hyps) == list(range(14))
-    assert all(math.isfinite(score) and score < 0 for _, score in hyps.values())
-
-
-def test_interactive(trained):
-    bin_dir, ckpt, data = trained
-    lines = (data / "test.src").read_text().splitlines()[:3]
-    hyps, proc = interactive(bin_dir, ckpt, lines, task_flags=TASK)
-    assert len(hyps) == 3
-    # the second line is shown with its context glued in front
-    assert f"S-1\t{lines[0]} <sep> {lines[1]}" in proc.stdout
+def trained(doc_corpus, trained_checkpoint):
+    return doc_corpus[1], trained_checkpoint("ctxenc"), doc_corpus[0]
 
 
 # ---------------------------------------------------------------------------

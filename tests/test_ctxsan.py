@@ -3,15 +3,13 @@ the modules in-process (shapes, parameter counts against Tables 1-3, padding
 invariance, incremental decoding, beam reordering) and the real fairseq CLIs
 end to end (train, generate, interactive, --score-reference, gate analysis)."""
 import json
-import math
 
 import pytest
 import torch
 
 import fairseq_ctx  # noqa: F401  (registers the architectures)
 from fairseq_ctx.modules.context_aware_attention import ContextAwareSelfAttention, ContextHistory
-from tests.utils import (build_model, generate, interactive, make_parallel_data, n_params, preprocess, run_cli,
-                         toy_dictionary, train)
+from tests.utils import build_model, n_params, run_cli, toy_dictionary
 
 SIDES = ("encoder", "decoder", "both")
 CONTEXTS = ("global", "deep", "deep-global", "deep-global+deep")
@@ -437,44 +435,17 @@ def test_training_step_backpropagates_into_context_parameters():
 
 # ---------------------------------------------------------------- end to end
 
-@pytest.fixture(scope="module")
-def data_bin(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ctxsan")
-    raw = make_parallel_data(root / "raw", num_train=120, num_valid=12, num_test=10)
-    return preprocess(raw, root / "bin")
-
+# generate, interactive and --score-reference of ctxsan (encoder side) and
+# ctxsan_both: tests/test_contract.py
 
 @pytest.fixture(scope="module")
-def trained(data_bin, tmp_path_factory):
-    ckpts = {}
-    for side in SIDES:
-        save = tmp_path_factory.mktemp(f"ckpt_{side}")
-        train(data_bin, save, arch="transformer_ctxsan_tiny", max_update=3, model_flags=[],
-              extra=["--ctxsan-side", side, "--max-epoch", "1"])
-        ckpts[side] = save / "checkpoint_last.pt"
-    return ckpts
+def data_bin(doc_corpus):
+    return doc_corpus[1]
 
 
-# Each CLI run costs seconds of interpreter start-up, so every trained model is
-# decoded once with beam search: the decoder-side models (new incremental code)
-# by fairseq-generate, the encoder-side one by fairseq-interactive.
-@pytest.mark.parametrize("side", ["decoder", "both"])
-def test_train_and_generate(data_bin, trained, side):
-    hyps, srcs, _ = generate(data_bin, trained[side], beam=2)
-    assert sorted(hyps) == list(range(10)) and len(srcs) == 10
-    assert all(math.isfinite(score) for _, score in hyps.values())
-
-
-def test_train_and_interactive_encoder_side(data_bin, trained):
-    lines = ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"]
-    out, _ = interactive(data_bin, trained["encoder"], lines)
-    assert len(out) == len(lines)
-
-
-def test_score_reference(data_bin, trained):
-    hyps, _, _ = generate(data_bin, trained["both"], extra=["--score-reference"])
-    assert sorted(hyps) == list(range(10))
-    assert all(math.isfinite(score) for _, score in hyps.values())
+@pytest.fixture(scope="module")
+def trained(trained_checkpoint):
+    return {"both": trained_checkpoint("ctxsan_both")}
 
 
 def test_gate_analysis_script(data_bin, trained, tmp_path):

@@ -1,7 +1,6 @@
 """Tests for transformer_dc (Ampomah et al. 2021, Dual Contextual module)."""
 import json
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -13,7 +12,7 @@ from fairseq_ctx.analysis import dc_divergence
 from fairseq_ctx.analysis.dc_divergence import head_max_distribution, js_divergence
 from fairseq_ctx.models.transformer_dc import parse_layer_spec
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
-from tests.utils import REPO, build_model as build, generate, interactive, make_parallel_data, n_params, preprocess, toy_dictionary, train
+from tests.utils import REPO, build_model as build, n_params, toy_dictionary, train_in_process
 
 torch.set_num_threads(1)
 
@@ -378,93 +377,28 @@ def test_config_files_carry_the_papers_recipe(name):
 # ---------------------------------------------------------------------------
 # end to end (real fairseq CLIs)
 # ---------------------------------------------------------------------------
-VARIANTS = {
-    "enc": ["--dc-encoder-layers", "all", "--dc-decoder-layers", "none"],
-    "dec": ["--dc-encoder-layers", "none", "--dc-decoder-layers", "all"],
-    "full": ["--dc-encoder-layers", "all", "--dc-decoder-layers", "all", "--dc-kernel-size", "3"],
-}
-
-
-def _parallel(jobs):
-    """Run independent CLI jobs concurrently (each is its own process, so
-    threads suffice); return {name: result or the exception it raised}."""
-    results = {}
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = {name: pool.submit(fn) for name, fn in jobs.items()}
-        for name, fut in futures.items():
-            try:
-                results[name] = fut.result()
-            except Exception as e:  # re-raised by the test that needs it
-                results[name] = e
-    return results
-
-
-def _get(runs, name):
-    result = runs[name]
-    if isinstance(result, Exception):
-        raise result
-    return result
-
+# generate, interactive and --score-reference of Enc-DC (dc) and Full-DC
+# (dc_full): tests/test_contract.py. Here: the divergence script over two
+# checkpoints with different kernel sizes.
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Binarize tiny data, train Enc-, Dec- and Full-DC for 3 updates, then
-    decode/score/analyse them; the CLI runs of each phase run in parallel to
-    keep the wall time down on a loaded machine."""
-    root = tmp_path_factory.mktemp("dc_e2e")
-    raw = make_parallel_data(root / "raw", num_train=60, num_valid=8, num_test=6)
-    data_bin = preprocess(raw, root / "bin")
-    ckpt = {name: root / name / "checkpoint_last.pt" for name in VARIANTS}
-    trained = _parallel({
-        name: (lambda name=name, flags=flags: train(
-            data_bin, root / name, arch="transformer_dc_tiny", model_flags=(), extra=flags, max_update=3))
-        for name, flags in VARIANTS.items()
-    })
-    for name in VARIANTS:
-        _get(trained, name)
+def runs(doc_corpus, trained_checkpoint, tmp_path_factory):
+    data_bin = doc_corpus[1]
+    root = tmp_path_factory.mktemp("dc_divergence")
+    full_k3 = train_in_process(data_bin, root / "full_k3", "transformer_dc_tiny", [
+        "--dc-encoder-layers", "all", "--dc-decoder-layers", "all", "--dc-kernel-size", "3"])
     out_dir = root / "divergence"
-    jobs = {f"generate_{name}": (lambda name=name: generate(data_bin, ckpt[name], beam=2)) for name in VARIANTS}
-    jobs["interactive"] = lambda: interactive(data_bin, ckpt["full"], ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"])
-    jobs["score_reference"] = lambda: generate(data_bin, ckpt["full"], extra=["--score-reference"], beam=1)
-    results = _parallel(jobs)
-    # the analysis script in-process (its `python3 -m` entry point only calls main)
-    try:
-        results["divergence"] = dc_divergence.main([
-            "--path", f"{ckpt['enc']}:{ckpt['full']}", str(data_bin), "--gen-subset", "valid",
-            "--out", str(out_dir), "--cpu", "--max-tokens", "200",
-        ])
-    except Exception as e:
-        results["divergence"] = e
-    results["divergence_dir"] = out_dir
-    results["checkpoints"] = ckpt
-    return results
-
-
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_train_and_generate(variant, runs):
-    assert runs["checkpoints"][variant].exists()
-    hyps, srcs, _ = _get(runs, f"generate_{variant}")
-    assert len(srcs) == 6 and set(hyps) == set(srcs)
-    assert all(math.isfinite(score) for _, score in hyps.values())
-
-
-def test_interactive(runs):
-    hyps, _ = _get(runs, "interactive")
-    assert len(hyps) == 3
-
-
-def test_score_reference(runs):
-    hyps, srcs, _ = _get(runs, "score_reference")
-    assert len(hyps) == 6 and all(math.isfinite(score) for _, score in hyps.values())
+    dc_divergence.main(["--path", f"{trained_checkpoint('dc')}:{full_k3}", str(data_bin), "--gen-subset", "valid",
+                        "--out", str(out_dir), "--cpu", "--max-tokens", "200"])
+    return {"divergence_dir": out_dir}
 
 
 def test_divergence_script(runs):
-    _get(runs, "divergence")
     out_dir = runs["divergence_dir"]
     summary = json.loads((out_dir / "dc_divergence.json").read_text())
     assert [c["kernel_size"] for c in summary["checkpoints"]] == [2, 3]
     for c in summary["checkpoints"]:
-        assert sorted(c["dv"]) == ["1", "2"] and c["num_sentences"] == 8
+        assert sorted(c["dv"]) == ["1", "2"] and c["num_sentences"] == 12
         assert all(0.0 <= v <= math.log(2) for v in c["dv"].values())
         assert abs(c["E_d"] - sum(c["dv"].values()) / 2) < 1e-9
     assert (out_dir / "dc_divergence.png").stat().st_size > 1000

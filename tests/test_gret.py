@@ -11,14 +11,13 @@ import torch.nn.functional as F
 import fairseq_ctx  # noqa: F401  (registers the architectures)
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
-from fairseq.sequence_generator import SequenceGenerator
 from fairseq_ctx.models.transformer_gret import checkpoint_will_be_restored, warm_start_from_checkpoint
 from fairseq_ctx.modules.attentive_pooling import AttentivePooling
 from fairseq_ctx.modules.capsule_routing import CapsuleRouting, squash
 from fairseq_ctx.modules.context_gate import ContextGate
 from fairseq_ctx.modules.gret_global import GlobalRepresentation
 from tests.utils import build_model as build_arch
-from tests.utils import generate, interactive, make_parallel_data, n_params, preprocess, toy_dictionary, train
+from tests.utils import generate_in_process, n_params, toy_dictionary, train
 
 # ----------------------------------------------------------------- helpers
 
@@ -272,61 +271,6 @@ def _decoder_inputs(d, bsz=3, tgt_len=6):
     return prev
 
 
-def test_incremental_decoding_matches_full_forward():
-    model, d = tiny_gret()
-    src = left_pad(random_sentences(d, [5, 8, 3]), d.pad())
-    prev = _decoder_inputs(d)
-    with torch.no_grad():
-        enc = model.encoder(src, None)
-        full, _ = model.decoder(prev, enc)
-        inc, steps = {}, []
-        for t in range(prev.size(1)):
-            out, _ = model.decoder(prev[:, : t + 1], enc, incremental_state=inc)
-            steps.append(out)
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
-
-
-def test_beam_reorder_mid_sequence_matches_reordered_batch():
-    """Two sentences x two beams with different prefixes; the mid-sequence
-    reorder stays within each sentence's beams, as in beam search (fairseq's
-    encoder-attention cache relies on that)."""
-    model, d = tiny_gret()
-    sents = random_sentences(d, [5, 8])
-    src = left_pad([sents[0], sents[0], sents[1], sents[1]], d.pad())
-    prev = _decoder_inputs(d, bsz=4)
-    order = torch.tensor([1, 1, 3, 2])
-    with torch.no_grad():
-        enc = model.encoder(src, None)
-        inc, steps = {}, []
-        for t in range(prev.size(1)):
-            if t == 3:
-                enc = model.encoder.reorder_encoder_out(enc, order)
-                model.decoder.reorder_incremental_state_scripting(inc, order)
-                prev = prev[order]
-            out, _ = model.decoder(prev[:, : t + 1], enc, incremental_state=inc)
-            steps.append(out)
-        expected, _ = model.decoder(prev, model.encoder(src[order], None))
-    torch.testing.assert_close(torch.cat(steps[3:], 1), expected[:, 3:], atol=1e-5, rtol=1e-5)
-
-
-def test_translation_same_alone_and_in_batch_with_beam():
-    model, d = tiny_gret()
-    gen = SequenceGenerator([model], d, beam_size=2, max_len_b=8)
-    sents = random_sentences(d, [4, 10, 7, 9], seed=5)
-
-    def translate(batch):
-        sample = {"net_input": {"src_tokens": left_pad(batch, d.pad()),
-                                "src_lengths": torch.tensor([len(s) for s in batch])}}
-        with torch.no_grad():
-            return gen.generate([model], sample)
-
-    alone = translate(sents[:1])[0][0]
-    batched = translate(sents)
-    assert len(batched) == 4 and all(len(h) == 2 for h in batched)
-    assert torch.equal(batched[0][0]["tokens"], alone["tokens"])
-    assert math.isclose(batched[0][0]["score"].item(), alone["score"].item(), abs_tol=1e-5)
-
-
 @pytest.mark.parametrize("extra", [["--gret-no-capsule"], ["--gret-no-aggregation"], ["--gret-no-gate"],
                                    ["--gret-no-capsule", "--gret-no-aggregation", "--gret-no-gate"],
                                    ["--gret-routing-softmax", "positions", "--gret-capsules", "3"]])
@@ -355,18 +299,17 @@ def test_ablations_build_and_train(extra):
 # ----------------------------------------------------------------- end to end
 
 
+# generate, interactive and --score-reference of GRET: tests/test_contract.py.
+# Here: the warm start from a baseline checkpoint (Sect. 4.1).
+
 @pytest.fixture(scope="module")
-def data_bin(tmp_path_factory):
-    root = tmp_path_factory.mktemp("gret")
-    raw = make_parallel_data(root / "raw", num_train=120, num_valid=12, num_test=10)
-    return preprocess(raw, root / "bin")
+def data_bin(doc_corpus):
+    return doc_corpus[1]
 
 
 @pytest.fixture(scope="module")
-def baseline_ckpt(data_bin, tmp_path_factory):
-    save = tmp_path_factory.mktemp("gret_base")
-    train(data_bin, save, arch="transformer", max_update=3)
-    return save / "checkpoint_last.pt"
+def baseline_ckpt(trained_checkpoint):
+    return trained_checkpoint("transformer")
 
 
 @pytest.fixture(scope="module")
@@ -412,7 +355,7 @@ def test_warm_start_wrong_dimensions_is_a_clear_error(data_bin, baseline_ckpt):
         warm_start_from_checkpoint(model, str(baseline_ckpt))
 
 
-def test_e2e_warm_start_train_generate_interactive(data_bin, baseline_ckpt, gret_run):
+def test_e2e_warm_start_train_and_generate(data_bin, baseline_ckpt, gret_run, tmp_path):
     ckpt, proc = gret_run
     log = proc.stdout + proc.stderr
     m = re.search(r"warm start from .* loaded (\d+) tensors .* (\d+) new parameter tensors", log)
@@ -420,10 +363,6 @@ def test_e2e_warm_start_train_generate_interactive(data_bin, baseline_ckpt, gret
     # the warm start is done once: the checkpoint does not point at the baseline any more
     state = checkpoint_utils.load_checkpoint_to_cpu(str(ckpt))
     assert state["cfg"]["model"].gret_warm_start is None
-    hyps, srcs, _ = generate(data_bin, ckpt, beam=2)
-    assert len(srcs) == 10 and set(hyps) == set(srcs)
+    hyps, srcs = generate_in_process(data_bin, ckpt, tmp_path)
+    assert len(srcs) == 14 and set(hyps) == set(srcs)
     assert all(math.isfinite(score) for _, score in hyps.values())
-    scored, _, _ = generate(data_bin, ckpt, beam=2, extra=["--score-reference"])
-    assert set(scored) == set(srcs) and all(math.isfinite(score) for _, score in scored.values())
-    lines, _ = interactive(data_bin, ckpt, ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"])
-    assert len(lines) == 3

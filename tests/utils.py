@@ -204,3 +204,52 @@ def build_model(arch, extra=(), dictionary=None, meta=False):
 
 def n_params(model):
     return sum(p.numel() for p in model.parameters())
+
+
+def _cli_args(parser, argv):
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    return convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, [str(a) for a in argv]))
+
+
+def generate_in_process(data_bin, checkpoint, results_dir, extra=(), subset="test", beam=2, task_flags=()):
+    """fairseq-generate's own ``main`` in this process (the same code path as
+    the command, without an interpreter start-up); returns (hyps, srcs) as
+    :func:`parse_generate` does."""
+    from fairseq import options
+    from fairseq_cli import generate as fairseq_generate
+
+    cfg = _cli_args(options.get_generation_parser(), [
+        data_bin, "--user-dir", USER_DIR, "--path", checkpoint, "--gen-subset", subset,
+        "--beam", beam, "--max-len-b", "20", "--batch-size", "8", "--cpu",
+        "--required-batch-size-multiple", "1", "--results-path", results_dir, *task_flags, *extra,
+    ])
+    fairseq_generate.main(cfg)
+    return parse_generate((Path(results_dir) / f"generate-{subset}.txt").read_text())
+
+
+def interactive_in_process(data_bin, checkpoint, lines, tmp_dir, beam=2, task_flags=()):
+    """fairseq-interactive's own ``main`` in this process on ``lines``;
+    returns the hypotheses in input order."""
+    import contextlib
+    import io
+
+    from fairseq import options
+    from fairseq_cli import interactive as fairseq_interactive
+
+    source = Path(tmp_dir) / "interactive.in"
+    source.write_text("\n".join(lines) + "\n")
+    cfg = _cli_args(options.get_interactive_generation_parser(), [
+        data_bin, "--user-dir", USER_DIR, "--path", checkpoint, "--beam", beam, "--max-len-b", "20",
+        "--cpu", "--buffer-size", "4", "--batch-size", "4", "--input", source, *task_flags,
+    ])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        fairseq_interactive.main(cfg)
+    hyps = {}
+    for line in out.getvalue().splitlines():
+        m = re.match(r"^H-(\d+)\t(\S+)\t(.*)$", line)
+        if m:
+            hyps[int(m.group(1))] = m.group(3)
+    return [hyps[i] for i in sorted(hyps)]

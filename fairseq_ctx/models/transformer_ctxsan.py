@@ -54,6 +54,7 @@ from fairseq_ctx.modules.context_aware_attention import (
     context_parts,
 )
 from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLayer
+from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.modules.incremental_cache import reorder_cache
 from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
 
@@ -121,21 +122,26 @@ class CtxSanEncoder(TransformerEncoderBase):
             return super().forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
 
 
-class CtxSanDecoder(TransformerDecoderBase):
+class CtxSanDecoder(BoolFutureMask, TransformerDecoderBase):
     """Transformer decoder with causal context-aware self-attention: prefix
     means (footnote 2), lower decoder layers only, running sums of the layer
     inputs in the incremental state (a step costs the same whatever the
-    prefix length)."""
+    prefix length). With ``--ctxsan-side encoder`` its layers are fairseq's
+    own and it is fairseq's decoder; either way its future mask is boolean
+    (:mod:`fairseq_ctx.modules.future_mask`)."""
 
     def __init__(self, cfg, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
         self._ctx_layers_built = 0
         self.ctx_slot = HistorySlot()
+        self.ctx_aware = cfg.ctxsan_side in ("decoder", "both")
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
                          output_projection=output_projection)
         self.ctx_need_states, self.ctx_need_means = _needs(cfg.ctxsan_context)
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         # called once per layer, in order, from TransformerDecoderBase.__init__
+        if not self.ctx_aware:
+            return super().build_decoder_layer(cfg, no_encoder_attn)
         self._ctx_layers_built += 1
         return CtxSanDecoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context, cfg.ctxsan_contextualize,
                                   self.ctx_slot, no_encoder_attn=no_encoder_attn)
@@ -149,6 +155,9 @@ class CtxSanDecoder(TransformerDecoderBase):
         alignment_layer: Optional[int] = None,
         alignment_heads: Optional[int] = None,
     ):
+        if not self.ctx_aware:
+            return super().extract_features_scriptable(prev_output_tokens, encoder_out, incremental_state,
+                                                       full_context_alignment, alignment_layer, alignment_heads)
         if full_context_alignment:
             raise ValueError("transformer_ctxsan decoder self-attention is always causal "
                              "(full_context_alignment is not supported)")
@@ -204,16 +213,14 @@ class TransformerCtxSanModel(TransformerModel):
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
         cfg = TransformerConfig.from_namespace(args)
-        if cfg.ctxsan_side in ("decoder", "both"):
-            return CtxSanDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
-        return super().build_decoder(args, tgt_dict, embed_tokens)
+        return CtxSanDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
     def ctxsan_attentions(self) -> Dict[str, List[Any]]:
         """The context-aware self-attention modules, per side, bottom to top
         (for reading the gates, see ``fairseq_ctx.analysis.ctxsan_gates``)."""
         out: Dict[str, List[Any]] = {}
         for side, stack in (("encoder", self.encoder), ("decoder", self.decoder)):
-            if isinstance(stack, (CtxSanEncoder, CtxSanDecoder)):
+            if isinstance(stack, CtxSanEncoder) or (isinstance(stack, CtxSanDecoder) and stack.ctx_aware):
                 out[side] = [layer.self_attn for layer in stack.layers]
         return out
 

@@ -1,0 +1,40 @@
+"""Shared fixtures: one tiny document-level corpus per test session and one
+briefly trained checkpoint per architecture variant (the list in
+:mod:`fairseq_ctx.architectures`), built on first use and shared by every
+test file that asks (with ``pytest -n 2 --dist loadfile`` each worker builds
+what its files use)."""
+from pathlib import Path
+
+import pytest
+
+from fairseq_ctx.architectures import BY_NAME, TINY_FLAGS
+
+
+@pytest.fixture(scope="session")
+def doc_corpus(tmp_path_factory):
+    """(raw text dir, binarized dir) of the toy task: 120 training pairs,
+    12 valid, 14 test, documents of 4 sentences (``.docids`` beside both)."""
+    from tests.utils import make_parallel_data, preprocess
+
+    root = tmp_path_factory.mktemp("doc_corpus")
+    raw = make_parallel_data(root / "raw", num_train=120, num_valid=12, num_test=14, docs_every=4)
+    return raw, preprocess(raw, root / "bin")
+
+
+@pytest.fixture(scope="session")
+def trained_checkpoint(doc_corpus, tmp_path_factory):
+    """``trained_checkpoint(name)``: checkpoint_last.pt of variant ``name``
+    at tiny size after two updates on :func:`doc_corpus` (trained once)."""
+    from tests.utils import train_in_process
+
+    done = {}
+
+    def get(name: str) -> Path:
+        if name not in done:
+            variant = BY_NAME[name]
+            save = tmp_path_factory.mktemp(f"trained_{name}")
+            done[name] = train_in_process(doc_corpus[1], save, variant.arch,
+                                          [*TINY_FLAGS, *variant.flags, *variant.task])
+        return done[name]
+
+    return get

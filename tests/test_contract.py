@@ -1,0 +1,289 @@
+"""The architecture contract: what every variant in
+:data:`fairseq_ctx.architectures.VARIANTS` must do for fairseq to use it.
+
+In-process, at tiny size with random weights (dropout off):
+
+* a sentence's output is the same alone and in a padded batch (left-padded
+  sources and contexts, right-padded targets, as fairseq batches them);
+* step-by-step decoding with the incremental state equals the full forward;
+* beam search's reordering: ``reorder_encoder_out`` of a batch equals
+  encoding the permuted batch, and after three steps
+  ``reorder_incremental_state`` leaves every cached tensor equal to the cache
+  of decoding the permuted batch from the start;
+* beam search translates a sentence the same alone and in a batch;
+* float16 and bfloat16 forward and backward: finite, and the output
+  probabilities within the half type's tolerance of float32.
+
+Through fairseq's own command-line code (``fairseq_cli.*.main`` in this
+process), with a checkpoint trained for two updates by ``fairseq-train``:
+``fairseq-generate`` translates every test sentence, ``--score-reference``
+scores every reference, ``fairseq-interactive`` translates raw lines, and
+``fairseq-validate`` gives a finite loss.
+
+What only one architecture has (equations, parameter counts, its flags) is
+in its own test file.
+"""
+import math
+
+import pytest
+import torch
+from fairseq.modules import MultiheadAttention
+from fairseq.sequence_generator import SequenceGenerator
+
+from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS
+from tests.utils import build_model, generate_in_process, interactive_in_process, validate
+
+torch.set_num_threads(1)
+
+NAMES = [v.name for v in VARIANTS]
+BY_NAME = {v.name: v for v in VARIANTS}
+ORDER = torch.tensor([2, 0, 3, 1])  # a permutation in which no row keeps its place
+STEPS = 3
+# Largest |p_half - p_fp32| over the output probabilities (tiny models at
+# initialisation; unit roundoff 2^-11 for float16, 2^-8 for bfloat16).
+HALF_TOLERANCE = {torch.float16: 2e-3, torch.bfloat16: 1e-2}
+
+
+# ---------------------------------------------------------------- in-process
+
+_MODELS = {}
+
+
+def _model(name):
+    """The variant at tiny size, dropout off, every parameter random (ctxsan's
+    gate vectors start at zero, which would hide half of Eq. 6)."""
+    if name not in _MODELS:
+        torch.manual_seed(0)
+        model = build_model(BY_NAME[name].arch, [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", "0"]).eval()
+        with torch.no_grad():
+            for pname, p in model.named_parameters():
+                if pname.endswith(("gate_h", "gate_c")):
+                    p.normal_(std=0.5)
+        _MODELS[name] = model
+    return _MODELS[name]
+
+
+def _reads_context(model):
+    return getattr(model, "accepts_context", False)
+
+
+def _sentences(d, lengths, width, g, left_pad=True):
+    """Rows of random words ending in </s>, padded to ``width``."""
+    out = torch.full((len(lengths), width), d.pad(), dtype=torch.long)
+    for i, n in enumerate(lengths):
+        words = torch.randint(d.nspecial, len(d), (n,), generator=g)
+        words[-1] = d.eos()
+        if left_pad:
+            out[i, width - n:] = words
+        else:
+            out[i, :n] = words
+    return out
+
+
+def _batch(model, seed=0):
+    """Four left-padded sources (and contexts where the model reads them) of
+    different lengths, and right-padded decoder inputs."""
+    d = model.encoder.dictionary
+    g = torch.Generator().manual_seed(seed)
+    src_lengths = torch.tensor([5, 7, 3, 6])
+    src = _sentences(d, src_lengths.tolist(), 7, g)
+    kwargs = {"ctx_tokens": _sentences(d, [4, 2, 5, 3], 5, g)} if _reads_context(model) else {}
+    tgt_lengths = [6, 4, 5, 2]
+    prev = _sentences(d, tgt_lengths, 6, g, left_pad=False)
+    prev = torch.cat([torch.full((4, 1), d.eos()), prev[:, :-1]], dim=1)  # shifted, as fairseq feeds it
+    return src, src_lengths, prev, tgt_lengths, kwargs
+
+
+def _row(i, src, src_lengths, prev, tgt_len, kwargs, pad):
+    """Row ``i`` alone: sources and contexts without their left padding,
+    decoder input cut to its length."""
+    n = int(src_lengths[i])
+    alone = {k: v[i:i + 1, int(v[i].eq(pad).sum()):] for k, v in kwargs.items()}
+    return src[i:i + 1, -n:], src_lengths[i:i + 1], prev[i:i + 1, :tgt_len], alone
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sentence_alone_equals_sentence_in_padded_batch(name):
+    model = _model(name)
+    pad = model.encoder.dictionary.pad()
+    src, src_lengths, prev, tgt_lengths, kwargs = _batch(model)
+    with torch.no_grad():
+        batched = model(src, src_lengths, prev, **kwargs)[0]
+        for i, n in enumerate(tgt_lengths):
+            one, lengths, one_prev, ctx = _row(i, src, src_lengths, prev, n, kwargs, pad)
+            alone = model(one, lengths, one_prev, **ctx)[0]
+            torch.testing.assert_close(batched[i, :n], alone[0], atol=1e-5, rtol=1e-5,
+                                       msg=lambda m: f"sentence {i}: {m}")
+
+
+def _encode(model, src, lengths, kwargs, readout=False):
+    extra = {"return_gate": True, "return_context": True} if readout and "ctx_tokens" in kwargs else {}
+    return model.encoder(src, lengths, return_all_hiddens=True, **kwargs, **extra)
+
+
+def _decode(model, enc, prev, state, start, stop):
+    return torch.cat([model.decoder(prev[:, :t + 1], enc, incremental_state=state)[0]
+                      for t in range(start, stop)], dim=1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_incremental_decoding_equals_full_forward(name):
+    model = _model(name)
+    src, src_lengths, prev, tgt_lengths, kwargs = _batch(model, seed=1)
+    with torch.no_grad():
+        full = model(src, src_lengths, prev, **kwargs)[0]
+        steps = _decode(model, model.encoder(src, src_lengths, **kwargs), prev, {}, 0, prev.size(1))
+    real = torch.arange(prev.size(1))[None, :] < torch.tensor(tgt_lengths)[:, None]  # B x T, not padding
+    torch.testing.assert_close(steps[real], full[real], atol=1e-5, rtol=1e-5)
+
+
+def _permuted(src, lengths, prev, kwargs, order):
+    return src[order], lengths[order], prev[order], {k: v[order] for k, v in kwargs.items()}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reorder_encoder_out_equals_encoding_the_permuted_batch(name):
+    """Every entry of ``encoder_out`` follows the beams (ctxenc's context
+    states, mask and gate, GRET's global state, all hidden states)."""
+    model = _model(name)
+    src, lengths, prev, _, kwargs = _batch(model)
+    p_src, p_lengths, _, p_kwargs = _permuted(src, lengths, prev, kwargs, ORDER)
+    with torch.no_grad():
+        reordered = model.encoder.reorder_encoder_out(_encode(model, src, lengths, kwargs, True), ORDER)
+        direct = _encode(model, p_src, p_lengths, p_kwargs, True)
+    # fairseq's TransformerEncoder.reorder_encoder_out drops fc_results (unused here)
+    assert set(reordered) == set(direct) - {"fc_results"}
+    for key, tensors in direct.items():
+        if key == "fc_results":
+            continue
+        assert len(reordered[key]) == len(tensors), key
+        for got, want in zip(reordered[key], tensors):
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5, msg=lambda m: f"{key}: {m}")
+    assert len(direct["encoder_states"]) > 0
+    if name == "ctxenc":
+        assert all(len(direct[k]) == 1 for k in ("ctx_out", "ctx_padding_mask", "ctx_gate"))
+    if name == "gret":
+        assert len(direct["gret_global"]) == 1
+
+
+def _encoder_attention_keys(model):
+    return {m._get_full_incremental_state_key("attn_state") for m in model.decoder.modules()
+            if isinstance(m, MultiheadAttention) and m.encoder_decoder_attention}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reorder_incremental_state_moves_every_cached_value(name):
+    """After three steps and a reorder, every cached tensor (ctxsan's running
+    sums and contextualised keys, DC's convolution inputs and both
+    feature-interaction caches, GRET's gate terms, fairseq's self-attention
+    caches) equals the cache of decoding the permuted batch from the start,
+    and decoding goes on to the same outputs.
+
+    fairseq's encoder-decoder attention keeps one key/value cache per
+    sentence and does not reorder it for an order of the same size (beams of
+    one sentence share it); the permutation here mixes sentences, so those
+    entries are dropped after the reorder and rebuilt from the reordered
+    ``encoder_out``."""
+    model = _model(name)
+    src, lengths, prev, _, kwargs = _batch(model)
+    p_src, p_lengths, p_prev, p_kwargs = _permuted(src, lengths, prev, kwargs, ORDER)
+    skip = _encoder_attention_keys(model)
+    with torch.no_grad():
+        state = {}
+        enc = _encode(model, src, lengths, kwargs)
+        _decode(model, enc, prev, state, 0, STEPS)
+        model.decoder.reorder_incremental_state_scripting(state, ORDER)
+        enc = model.encoder.reorder_encoder_out(enc, ORDER)
+        for key in skip:
+            state.pop(key, None)
+
+        reference = {}
+        p_enc = _encode(model, p_src, p_lengths, p_kwargs)
+        _decode(model, p_enc, p_prev, reference, 0, STEPS)
+        ours = set(reference) - skip
+        assert ours and ours == set(state)
+        for key in ours:
+            assert set(state[key]) == set(reference[key]), key
+            for field, want in reference[key].items():
+                got = state[key][field]
+                if want is None:
+                    assert got is None, (key, field)
+                else:
+                    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5,
+                                               msg=lambda m: f"{key}/{field}: {m}")
+        torch.testing.assert_close(_decode(model, enc, p_prev, state, STEPS, prev.size(1)),
+                                   _decode(model, p_enc, p_prev, reference, STEPS, prev.size(1)),
+                                   atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_beam_search_translates_a_sentence_the_same_alone_and_in_a_batch(name):
+    model = _model(name)
+    d = model.encoder.dictionary
+    gen = SequenceGenerator([model], d, beam_size=2, max_len_b=8)
+    src, src_lengths, _, _, kwargs = _batch(model, seed=2)
+
+    def translate(net_input):
+        with torch.no_grad():
+            return gen.generate([model], {"net_input": net_input})
+
+    batched = translate({"src_tokens": src, "src_lengths": src_lengths, **kwargs})
+    assert len(batched) == 4 and all(len(h) == 2 for h in batched)
+    for i in range(4):
+        one, lengths, _, ctx = _row(i, src, src_lengths, src, 1, kwargs, d.pad())
+        alone = translate({"src_tokens": one, "src_lengths": lengths, **ctx})[0][0]
+        assert torch.equal(batched[i][0]["tokens"], alone["tokens"]), i
+        assert math.isclose(batched[i][0]["score"].item(), alone["score"].item(), abs_tol=1e-5), i
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("name", NAMES)
+def test_half_precision_forward_and_backward(name, dtype):
+    reference = _model(name)
+    src, src_lengths, prev, _, kwargs = _batch(reference, seed=3)
+    with torch.no_grad():
+        want = torch.softmax(reference(src, src_lengths, prev, **kwargs)[0].float(), dim=-1)
+    model = build_model(BY_NAME[name].arch, [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", "0"])
+    model.load_state_dict(reference.state_dict())
+    model = model.to(dtype).train()
+    logits = model(src, src_lengths, prev, **kwargs)[0]
+    assert logits.dtype == dtype
+    got = torch.softmax(logits.detach().float(), dim=-1)
+    assert bool(torch.isfinite(got).all())
+    assert float((got - want).abs().max()) <= HALF_TOLERANCE[dtype]
+    logits.float().logsumexp(-1).sum().backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert all(g is not None and bool(torch.isfinite(g).all()) for g in grads)
+
+
+# ---------------------------------------------------------------- fairseq's commands
+
+@pytest.mark.parametrize("name", NAMES)
+def test_generate_translates_every_sentence(name, doc_corpus, trained_checkpoint, tmp_path):
+    hyps, srcs = generate_in_process(doc_corpus[1], trained_checkpoint(name), tmp_path,
+                                     task_flags=BY_NAME[name].task)
+    assert sorted(hyps) == list(range(14)) == sorted(srcs)
+    assert all(math.isfinite(score) for _, score in hyps.values())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_score_reference_scores_every_reference(name, doc_corpus, trained_checkpoint, tmp_path):
+    hyps, _ = generate_in_process(doc_corpus[1], trained_checkpoint(name), tmp_path,
+                                  task_flags=BY_NAME[name].task, extra=["--score-reference"])
+    assert sorted(hyps) == list(range(14))
+    assert all(math.isfinite(score) and score < 0 for _, score in hyps.values())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_interactive_translates_raw_lines(name, doc_corpus, trained_checkpoint, tmp_path):
+    lines = (doc_corpus[0] / "test.src").read_text().splitlines()[:3]
+    hyps = interactive_in_process(doc_corpus[1], trained_checkpoint(name), lines, tmp_path,
+                                  task_flags=BY_NAME[name].task)
+    assert len(hyps) == 3
+
+
+def test_validate_gives_a_finite_loss(doc_corpus, trained_checkpoint):
+    """One fresh ``fairseq-validate`` process (weights-only loading of a
+    context model's checkpoint for real)."""
+    loss, _ = validate(doc_corpus[1], trained_checkpoint("ctxenc"), task_flags=BY_NAME["ctxenc"].task)
+    assert math.isfinite(loss)
