@@ -3,7 +3,8 @@
 fairseq's ``--fp16`` and ``--bf16`` and show that it neither diverges nor
 loops on overflow, and that every module's output stays finite.
 
-For each variant and precision this runs a real ``fairseq-train`` for
+The variants are those of ``fairseq_ctx/architectures.py`` (``--variants
+NAME ...`` picks some; default: all). For each variant and precision this runs a real ``fairseq-train`` for
 ``--updates`` updates and then, on the resulting checkpoint:
 
 * parses the training log: the last training loss (must be finite), the
@@ -58,17 +59,10 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER_DIR = os.path.join(REPO, "fairseq_ctx")
-DOC_TASK = ["--task", "document_translation", "--context-size", "1"]
-# label -> (arch, flags); the same variants as the benchmark's table.
-VARIANTS = {
-    "transformer": ("transformer", []),
-    "ctxsan": ("transformer_ctxsan", []),
-    "ctxsan_both": ("transformer_ctxsan", ["--ctxsan-side", "both"]),
-    "dc": ("transformer_dc", []),
-    "dc_full": ("transformer_dc_full", []),
-    "gret": ("transformer_gret", []),
-    "ctxenc": ("transformer_ctxenc", DOC_TASK),
-}
+if REPO not in sys.path:  # this checkout's list, whether or not the package is installed
+    sys.path.insert(0, REPO)
+from fairseq_ctx import architectures  # noqa: E402  (torch-free: --help stays fast)
+
 SMALL = ["--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256",
          "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
          "--encoder-attention-heads", "4", "--decoder-attention-heads", "4"]
@@ -351,7 +345,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="binarized data (with .docids for the document task)")
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    p.add_argument("--variants", nargs="+", default=architectures.names(), choices=architectures.names(),
+                   metavar="NAME", help="variants of fairseq_ctx/architectures.py (default: all): "
+                   + ", ".join(architectures.names()))
     p.add_argument("--precision", nargs="+", default=["fp16", "bf16"], choices=list(PRECISION_FLAGS))
     p.add_argument("--updates", type=int, default=200)
     p.add_argument("--size", choices=["small", "preset"], default="small",
@@ -395,16 +391,16 @@ def main():
     device_name = torch.cuda.get_device_name(0) if opts.device == "cuda" else "cpu"
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for label in opts.variants:
-            arch, flags = VARIANTS[label]
+        for variant in architectures.select(opts.variants):
+            label, arch = variant.name, variant.arch
             for precision in opts.precision:
                 save = os.path.join(tmp, f"{label}-{precision}")
-                rc, log = train(opts, arch, flags, precision, save)
+                rc, log = train(opts, arch, [*variant.flags, *variant.task], precision, save)
                 row = {"variant": label, "arch": arch, "precision": precision, "device": device_name,
                        "updates": opts.updates, "train_rc": rc, **parse_log(log)}
                 if rc == 0:
                     row["nonfinite_module"], row["batches_checked"] = check_modules(
-                        opts, os.path.join(save, "checkpoint_last.pt"), precision, "--task" in flags)
+                        opts, os.path.join(save, "checkpoint_last.pt"), precision, bool(variant.task))
                 else:
                     row["log_tail"] = log[-2000:]
                 row["ok"] = (rc == 0 and row["last_loss"] is not None and math.isfinite(row["last_loss"])
