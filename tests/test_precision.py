@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import fairseq_ctx
+from fairseq_ctx.architectures import BY_NAME
 from tests.utils import REPO, build_model, make_parallel_data, preprocess, run_cli, toy_dictionary, train
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
@@ -32,24 +33,24 @@ def _load_script():
 precision_check = _load_script()
 
 ONE = ["--encoder-layers", "1", "--decoder-layers", "1"]
-# name -> (arch at Base size, flags, input kind, incremental decoding checked).
-# Step-by-step decoding over 250 steps would cost ~20 s per architecture here
-# (suite budget); the only decoder state that grows with the prefix, ctxsan's
-# running sums, is checked over 600 steps by
+# test id -> (variant of fairseq_ctx.architectures, whose arch and model flags
+# are built at Base size, extra model flags, input kind, incremental decoding
+# checked). Step-by-step decoding over 250 steps would cost ~20 s per
+# architecture here (suite budget); the only decoder state that grows with the
+# prefix, ctxsan's running sums, is checked over 600 steps by
 # test_ctxsan_prefix_means_half_precision_long_prefix, and
 # scripts/precision_check.py --path checks decoding on real data.
 VARIANTS = {
     # plain fairseq Transformer on a concatenated input (250-token context,
     # <sep>, 250-token source): the concatenation baseline, and the reference
     # for the tolerances below
-    "concat": ("transformer", ONE, "concat", False),
+    "concat": ("concat", ONE, "concat", False),
     # two layers so that layer 2 has a deep context; both sides, so the
     # decoder's prefix means and their running sums are checked
-    "ctxsan_both": ("transformer_ctxsan", ["--encoder-layers", "2", "--decoder-layers", "2",
-                                           "--ctxsan-side", "both"], "plain", False),
-    "dc_full_f8": ("transformer_dc_full", ONE + ["--dc-kernel-size", "8"], "plain", False),
-    "gret": ("transformer_gret", ONE, "plain", False),
-    "ctxenc": ("transformer_ctxenc", ONE, "context", False),  # fairseq's decoder
+    "ctxsan_both": ("ctxsan_both", ["--encoder-layers", "2", "--decoder-layers", "2"], "plain", False),
+    "dc_full_f8": ("dc_full", ONE + ["--dc-kernel-size", "8"], "plain", False),
+    "gret": ("gret", ONE, "plain", False),
+    "ctxenc": ("ctxenc", ONE, "context", False),  # fairseq's decoder
 }
 # Largest |p_half - p_fp32| over every output probability. Measured on these
 # batches: fairseq's Transformer ("concat") 4.3e-4 (fp16) and 3.8e-3 (bf16),
@@ -96,10 +97,10 @@ def test_half_precision_base_dims_real_lengths(variant):
     decoder state) step-by-step decoding: every output and gradient finite, no
     module's output non-finite, probabilities within TOLERANCE of float32, the
     gradient's direction that of float32."""
-    arch, flags, kind, incremental = VARIANTS[variant]
+    name, extra, kind, incremental = VARIANTS[variant]
     torch.manual_seed(0)
     d = toy_dictionary()
-    model = build_model(arch, flags, dictionary=d)
+    model = build_model(BY_NAME[name].arch, [*BY_NAME[name].flags, *extra], dictionary=d)
     rows = precision_check.compare_precisions(model, _sample(d, kind), ["fp16", "bf16"], incremental=incremental,
                                               tolerance=TOLERANCE)
     for row in rows:
