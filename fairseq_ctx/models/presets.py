@@ -1,5 +1,5 @@
-"""Size presets, and the size checks, shared by every fairseq_ctx architecture."""
-from fairseq_ctx.errors import ConfigError
+"""Size presets shared by every fairseq_ctx architecture (the checks are in
+:mod:`fairseq_ctx.models.checks`)."""
 
 
 def tiny_dims(args):
@@ -9,14 +9,3 @@ def tiny_dims(args):
         for name, value in (("embed_dim", 16), ("ffn_embed_dim", 32), ("layers", 2), ("attention_heads", 2)):
             key = f"{side}_{name}"
             setattr(args, key, getattr(args, key, value))
-
-
-def check_attention_dims(args, sides=("encoder", "decoder")):
-    """``--{side}-embed-dim`` must split evenly into ``--{side}-attention-heads``
-    (else fairseq's attention fails an ``assert`` deep in model building)."""
-    for side in sides:
-        dim, heads = getattr(args, f"{side}_embed_dim", None), getattr(args, f"{side}_attention_heads", None)
-        if dim is None or heads is None:
-            continue
-        if heads < 1 or dim % heads:
-            raise ConfigError(f"--{side}-embed-dim {dim} is not divisible by --{side}-attention-heads {heads}")

@@ -56,7 +56,8 @@ from fairseq_ctx.modules.context_aware_attention import (
 from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLayer
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.modules.incremental_cache import reorder_cache
-from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
+from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.presets import tiny_dims
 
 SIDES = ("encoder", "decoder", "both")
 
@@ -81,14 +82,8 @@ def validate_ctxsan_args(args):
         )
     check_attention_dims(args)
     sides = ["encoder", "decoder"] if args.ctxsan_side == "both" else [args.ctxsan_side]
-    for side in sides:
-        # the context of layer l is sized by l, so the stack must run every layer in order
-        if getattr(args, f"{side}_layerdrop", 0) > 0:
-            raise ConfigError(f"--{side}-layerdrop is not supported on the context-aware side ({side})")
-        if getattr(args, f"{side}_layers_to_keep", None):
-            raise ConfigError(f"--{side}-layers-to-keep is not supported on the context-aware side ({side})")
-        if getattr(args, f"{side}_layers", 1) < 1:
-            raise ConfigError(f"--{side}-layers must be at least 1")
+    check_every_layer_runs(args, sides, "transformer_ctxsan",
+                           "on the context-aware side the context of layer l is sized by l (Eq. 9-10)")
     if getattr(args, "checkpoint_activations", False) or getattr(args, "offload_activations", False):
         raise ConfigError("--checkpoint-activations is not supported by transformer_ctxsan")
     if args.ctxsan_side != "encoder":

@@ -20,14 +20,13 @@ With Base dimensions and f = 2 each DC layer adds 2.10M parameters
 (+12.6M for Enc-DC or Dec-DC, +25.2M for Full-DC; paper: +12.7M / ~+25M).
 
 The FI attention distributions of the encoder can be read out for the
-Jensen-Shannon analysis of Sect. 7.2 (``fairseq_ctx.analysis.dc_divergence``):
-set ``model.encoder.return_dc_alpha = True`` and ``encoder_out["dc_alpha"]``
-holds, per DC encoder layer, a B x 2 x H x T x T tensor [alpha_l, alpha_g].
+Jensen-Shannon analysis of Sect. 7.2 (``fairseq_ctx.analysis.dc_divergence``)
+by the readout convention of :mod:`fairseq_ctx.modules.readout`: inside
+``with reading(model.encoder):`` each module of ``encoder.dc_modules()``
+keeps ``last_readout["alpha"]``, a B x 2 x H x T x T tensor [alpha_l,
+alpha_g] of the last forward. ``encoder_out`` is fairseq's, unchanged.
 """
-from typing import Dict, List, Optional
-
-import torch
-from torch import Tensor
+from typing import List
 
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
@@ -48,7 +47,8 @@ from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.dual_contextual_layer import DualContextualDecoderLayer, DualContextualEncoderLayer
 from fairseq_ctx.modules.future_mask import BoolFutureMask
-from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
+from fairseq_ctx.models.checks import check_attention_dims
+from fairseq_ctx.models.presets import tiny_dims
 
 
 def parse_layer_spec(spec, num_layers: int, flag: str) -> List[int]:
@@ -87,6 +87,25 @@ def parse_layer_spec(spec, num_layers: int, flag: str) -> List[int]:
     return sorted(chosen)
 
 
+def validate_dc_args(args):
+    """Raise :class:`~fairseq_ctx.errors.ConfigError` (a ValueError) naming the
+    flag for values the model cannot build."""
+    if int(args.dc_kernel_size) < 1:
+        raise ConfigError(f"--dc-kernel-size must be a positive integer, got {args.dc_kernel_size}")
+    enc_layers = getattr(args, "encoder_layers", 6)
+    dec_layers = getattr(args, "decoder_layers", 6)
+    parse_layer_spec(args.dc_encoder_layers, enc_layers, "--dc-encoder-layers")
+    dec_dc = parse_layer_spec(args.dc_decoder_layers, dec_layers, "--dc-decoder-layers")
+    # LayerDrop is fine (each DC layer stands alone), but the layers are chosen by number
+    if getattr(args, "encoder_layers_to_keep", None) or getattr(args, "decoder_layers_to_keep", None):
+        raise ConfigError("--encoder-layers-to-keep / --decoder-layers-to-keep are not supported by transformer_dc "
+                          "(--dc-encoder-layers / --dc-decoder-layers name layers by number)")
+    if dec_dc and getattr(args, "cross_self_attention", False):
+        raise ConfigError("--cross-self-attention cannot be combined with DC decoder layers "
+                          f"(--dc-decoder-layers {args.dc_decoder_layers})")
+    check_attention_dims(args)
+
+
 def _wrap_layer(layer, cfg):
     # mirrors the wrapping in TransformerEncoderBase.build_encoder_layer /
     # TransformerDecoderBase.build_decoder_layer
@@ -108,7 +127,6 @@ class DualContextualEncoder(TransformerEncoderBase):
         )
         self._num_layers_built = 0
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
-        self.return_dc_alpha = False
 
     def build_encoder_layer(self, cfg):
         idx = self._num_layers_built
@@ -118,38 +136,10 @@ class DualContextualEncoder(TransformerEncoderBase):
         return _wrap_layer(DualContextualEncoderLayer(cfg, return_fc=self.return_fc), cfg)
 
     def dc_modules(self) -> List[DualContextualModule]:
+        """The DC modules of the encoder, bottom to top (one per DC layer);
+        their readouts (``last_readout["alpha"]``, B x 2 x H x T x T) are the
+        FI attention probabilities of Eq. 10, before the reduction over heads."""
         return [m for m in self.modules() if isinstance(m, DualContextualModule)]
-
-    def forward_scriptable(
-        self,
-        src_tokens,
-        src_lengths: Optional[torch.Tensor] = None,
-        return_all_hiddens: bool = False,
-        token_embeddings: Optional[torch.Tensor] = None,
-    ):
-        """fairseq's encoder forward; with ``return_dc_alpha`` it adds
-        ``encoder_out["dc_alpha"]``: per DC layer, B x 2 x H x T x T
-        ([alpha_l, alpha_g] of Eq. 10, before the max over heads)."""
-        if not self.return_dc_alpha:
-            return super().forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
-        modules = self.dc_modules()
-        for m in modules:
-            m.store_alpha = True
-        try:
-            out = super().forward_scriptable(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
-            out["dc_alpha"] = [m.alpha for m in modules]
-        finally:
-            for m in modules:
-                m.store_alpha = False
-                m.alpha = None
-        return out
-
-    def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
-        """fairseq's reordering, plus the optional ``dc_alpha`` readout (B first)."""
-        new_out = super().reorder_encoder_out(encoder_out, new_order)
-        if "dc_alpha" in encoder_out:
-            new_out["dc_alpha"] = [a.index_select(0, new_order) for a in encoder_out["dc_alpha"]]
-        return new_out
 
 
 class DualContextualDecoder(BoolFutureMask, TransformerDecoderBase):
@@ -199,18 +189,7 @@ class TransformerDCModel(TransformerModel):
     @classmethod
     def build_model(cls, args, task):
         transformer_dc(args)
-        if int(args.dc_kernel_size) < 1:
-            raise ConfigError(f"--dc-kernel-size must be a positive integer, got {args.dc_kernel_size}")
-        enc_layers = getattr(args, "encoder_layers", 6)
-        dec_layers = getattr(args, "decoder_layers", 6)
-        parse_layer_spec(args.dc_encoder_layers, enc_layers, "--dc-encoder-layers")
-        dec_dc = parse_layer_spec(args.dc_decoder_layers, dec_layers, "--dc-decoder-layers")
-        if getattr(args, "encoder_layers_to_keep", None) or getattr(args, "decoder_layers_to_keep", None):
-            raise ConfigError("--encoder-layers-to-keep / --decoder-layers-to-keep are not supported by transformer_dc")
-        if dec_dc and getattr(args, "cross_self_attention", False):
-            raise ConfigError("--cross-self-attention cannot be combined with DC decoder layers "
-                              f"(--dc-decoder-layers {args.dc_decoder_layers})")
-        check_attention_dims(args)
+        validate_dc_args(args)
         return super().build_model(args, task)
 
     @classmethod

@@ -59,8 +59,9 @@ import os
 from fairseq import checkpoint_utils
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import (
-    TransformerDecoder,
-    TransformerEncoder,
+    TransformerConfig,
+    TransformerDecoderBase,
+    TransformerEncoderBase,
     TransformerModel,
     base_architecture,
     transformer_iwslt_de_en,
@@ -68,7 +69,8 @@ from fairseq.models.transformer import (
 )
 
 from fairseq_ctx.errors import CheckpointMismatchError, ConfigError, MissingFileError
-from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
+from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.presets import tiny_dims
 from fairseq_ctx.modules.capsule_routing import ROUTING_SOFTMAX_CHOICES
 from fairseq_ctx.modules.context_gate import ContextGate
 from fairseq_ctx.modules.future_mask import BoolFutureMask
@@ -77,20 +79,20 @@ from fairseq_ctx.modules.gret_global import GlobalRepresentation
 logger = logging.getLogger(__name__)
 
 
-class GretEncoder(TransformerEncoder):
+class GretEncoder(TransformerEncoderBase):
     """Transformer encoder that also returns the global state
     ``encoder_out["gret_global"] = [s^M]`` (B x C), Eq. 2-10."""
 
-    def __init__(self, args, dictionary, embed_tokens, return_fc=False):
-        super().__init__(args, dictionary, embed_tokens, return_fc=return_fc)
+    def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
+        super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         self.gret_global = GlobalRepresentation(
             embed_tokens.embedding_dim,
             self.num_layers,
-            num_capsules=args.gret_capsules,
-            iterations=args.gret_routing_iters,
-            softmax_over=args.gret_routing_softmax,
-            use_capsules=not args.gret_no_capsule,
-            aggregate=not args.gret_no_aggregation,
+            num_capsules=cfg.gret_capsules,
+            iterations=cfg.gret_routing_iters,
+            softmax_over=cfg.gret_routing_softmax,
+            use_capsules=not cfg.gret_no_capsule,
+            aggregate=not cfg.gret_no_aggregation,
         )
 
     def forward_scriptable(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False,
@@ -118,14 +120,14 @@ class GretEncoder(TransformerEncoder):
         return new_out
 
 
-class GretDecoder(BoolFutureMask, TransformerDecoder):
+class GretDecoder(BoolFutureMask, TransformerDecoderBase):
     """Transformer decoder with GRET's context gate on its top states (Eq. 11-14)
     (boolean future mask: :mod:`fairseq_ctx.modules.future_mask`)."""
 
-    def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
-        super().__init__(args, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
+    def __init__(self, cfg, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
+        super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
                          output_projection=output_projection)
-        self.gret_gate = ContextGate(self.output_embed_dim, self.cfg.encoder.embed_dim, gated=not args.gret_no_gate)
+        self.gret_gate = ContextGate(self.output_embed_dim, cfg.encoder.embed_dim, gated=not cfg.gret_no_gate)
 
     def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None,
                          full_context_alignment: bool = False, alignment_layer=None, alignment_heads=None):
@@ -180,11 +182,12 @@ class TransformerGretModel(TransformerModel):
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
-        return GretEncoder(args, src_dict, embed_tokens)
+        return GretEncoder(TransformerConfig.from_namespace(args), src_dict, embed_tokens)
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
-        return GretDecoder(args, tgt_dict, embed_tokens, no_encoder_attn=getattr(args, "no_cross_attention", False))
+        cfg = TransformerConfig.from_namespace(args)
+        return GretDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
 
 def validate_gret_args(args):
@@ -193,17 +196,11 @@ def validate_gret_args(args):
         raise ConfigError(f"--gret-capsules must be >= 1, got {args.gret_capsules}")
     if args.gret_routing_iters is None or int(args.gret_routing_iters) < 1:
         raise ConfigError(f"--gret-routing-iters must be >= 1, got {args.gret_routing_iters}")
-    if getattr(args, "encoder_layers", 1) < 1:
-        raise ConfigError(f"--encoder-layers must be at least 1 for transformer_gret, got {args.encoder_layers}")
     if args.gret_routing_softmax not in ROUTING_SOFTMAX_CHOICES:
         raise ConfigError(
             f"--gret-routing-softmax must be one of {ROUTING_SOFTMAX_CHOICES}, got {args.gret_routing_softmax!r}"
         )
-    if getattr(args, "encoder_layerdrop", 0) and args.encoder_layerdrop > 0:
-        raise ConfigError(
-            "--encoder-layerdrop is not supported by transformer_gret: Eq. 10 aggregates the output "
-            f"of every encoder layer (got --encoder-layerdrop {args.encoder_layerdrop})"
-        )
+    check_every_layer_runs(args, ["encoder"], "transformer_gret", "Eq. 10 aggregates the output of every encoder layer")
     check_attention_dims(args)
 
 

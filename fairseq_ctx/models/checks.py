@@ -1,0 +1,33 @@
+"""Build-time checks shared by every fairseq_ctx architecture: each raises a
+:class:`~fairseq_ctx.errors.ConfigError` (a ValueError) whose message names
+the flag, instead of an ``assert`` or a shape error deep in model building.
+Each model's ``validate_<arch>_args`` calls them with its own reason."""
+from typing import Sequence
+
+from fairseq_ctx.errors import ConfigError
+
+
+def check_attention_dims(args, sides=("encoder", "decoder")):
+    """``--{side}-embed-dim`` must split evenly into ``--{side}-attention-heads``
+    (else fairseq's attention fails an ``assert`` deep in model building)."""
+    for side in sides:
+        dim, heads = getattr(args, f"{side}_embed_dim", None), getattr(args, f"{side}_attention_heads", None)
+        if dim is None or heads is None:
+            continue
+        if heads < 1 or dim % heads:
+            raise ConfigError(f"--{side}-embed-dim {dim} is not divisible by --{side}-attention-heads {heads}")
+
+
+def check_every_layer_runs(args, sides: Sequence[str], arch: str, why: str):
+    """For stacks whose layers depend on each other's position (a context
+    sized by the layer index, an aggregation over every layer's output, a
+    layer chosen by its number): no LayerDrop, no ``--*-layers-to-keep``, at
+    least one layer. ``why`` ends the message (the paper's reason)."""
+    for side in sides:
+        if getattr(args, f"{side}_layerdrop", 0) > 0:
+            raise ConfigError(f"--{side}-layerdrop is not supported by {arch}: {why} "
+                              f"(got --{side}-layerdrop {getattr(args, f'{side}_layerdrop')})")
+        if getattr(args, f"{side}_layers_to_keep", None):
+            raise ConfigError(f"--{side}-layers-to-keep is not supported by {arch}: {why}")
+        if getattr(args, f"{side}_layers", 1) < 1:
+            raise ConfigError(f"--{side}-layers must be at least 1 for {arch}, got {getattr(args, f'{side}_layers')}")
