@@ -33,11 +33,19 @@ alternate over ``--repeats`` rounds; values are medians over rounds, and
 ratios are medians of the per-round ratios (each variant against the baseline
 of its own round).
 
+The variants are named with ``--variants NAME ...`` (the list of
+``fairseq_ctx/architectures.py``: each name's arch, model flags and task
+flags), ``--archs ARCH ...`` (an arch with no flags) and ``--variant LABEL
+ARCH FLAGS``; with none of the three, every variant of the list. Variants
+that read context (``concat``, ``ctxenc``) use the document task, so their
+data needs ``.docids``.
+
 Examples::
 
-    # CPU, tiny models, on the Bible corpus
-    python3 scripts/benchmark.py data/bible/bin --size tiny \\
-        --archs transformer_ctxsan transformer_dc transformer_gret
+    # CPU, tiny models, on the Bible corpus: every variant of the list
+    python3 scripts/benchmark.py data/bible/bin --size tiny
+    # some of them
+    python3 scripts/benchmark.py data/bible/bin --size tiny --variants ctxsan dc gret
     # GPU, Transformer-Base, with a variant carrying its own flags
     python3 scripts/benchmark.py data-bin/wmt14_en_de --size base --device cuda \\
         --variant enc-dc transformer_dc "" --variant full-dc transformer_dc_full ""
@@ -52,6 +60,9 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:  # this checkout's list, whether or not the package is installed
+    sys.path.insert(0, REPO)
+from fairseq_ctx import architectures  # noqa: E402  (torch-free)
 
 SIZES = {
     # d, ffn, heads, encoder layers, decoder layers
@@ -245,6 +256,23 @@ def add_bounds(results, runs, baseline="transformer"):
             res[bound_key] = statistics.median(b[flops_key] / r[flops_key] for r, b in zip(runs[label], base_runs))
 
 
+def variants_of(opts):
+    """``(label, arch, flags)`` of every variant to run, the plain
+    ``transformer`` baseline first: ``--variants`` (names of
+    fairseq_ctx/architectures.py: arch, model and task flags), ``--archs``,
+    ``--variant``; with none of them, every variant of the list."""
+    listed = opts.variants
+    if not (opts.variants or opts.archs is not None or opts.variant):
+        listed = architectures.names()
+    variants = [("transformer", "transformer", opts.baseline_flags.split())]
+    # (the list's own "transformer" is the baseline)
+    variants += [(v.name, v.arch, [*v.flags, *v.task])
+                 for v in (architectures.select(listed) if listed else []) if v.name != "transformer"]
+    variants += [(arch, arch, []) for arch in opts.archs or [] if arch != "transformer"]
+    variants += [(label, arch, flags.split()) for label, arch, flags in opts.variant]
+    return variants
+
+
 def run_child(opts, label, arch, flags):
     cmd = [sys.executable, os.path.abspath(__file__), opts.data, "--child", "--arch", arch,
            "--flags", json.dumps(flags)]
@@ -263,7 +291,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="binarized data directory (fairseq-preprocess output)")
-    p.add_argument("--archs", nargs="*", default=[], help="architectures to compare with plain transformer")
+    p.add_argument("--variants", nargs="+", default=[], metavar="NAME", choices=architectures.names(),
+                   help="variants of fairseq_ctx/architectures.py, each with its flags and task flags: "
+                   + ", ".join(architectures.names())
+                   + " (default, when neither --archs nor --variant is given either: all of them)")
+    p.add_argument("--archs", nargs="*", help="architectures (no flags) to compare with plain transformer")
     p.add_argument("--variant", nargs=3, action="append", default=[], metavar=("LABEL", "ARCH", "FLAGS"),
                    help="a labelled variant with extra fairseq flags (quoted string, may be empty)")
     p.add_argument("--baseline-flags", default="", help="extra flags for the transformer baseline (e.g. a task)")
@@ -299,10 +331,7 @@ def main():
     if opts.repeats < 1 or opts.train_updates < 1 or opts.decode_sentences < 1:
         p.error("--repeats, --train-updates and --decode-sentences must be at least 1")
 
-    variants = [("transformer", "transformer", opts.baseline_flags.split())]
-    variants += [(arch, arch, []) for arch in opts.archs if arch != "transformer"]
-    variants += [(label, arch, flags.split()) for label, arch, flags in opts.variant]
-
+    variants = variants_of(opts)
     runs = {label: [] for label, _, _ in variants}
     for round_ in range(opts.repeats):
         for label, arch, flags in variants:

@@ -58,6 +58,42 @@ def test_benchmark_rejects_missing_data(tmp_path):
     assert proc.returncode != 0 and "data directory not found" in proc.stderr
 
 
+def test_benchmark_variants_come_from_the_architecture_list(tmp_path):
+    """--variants NAME takes arch, model flags and task flags from
+    fairseq_ctx/architectures.py; with no --variants, --archs or --variant
+    the whole list runs; the plain transformer is always the baseline, first."""
+    import argparse
+
+    from fairseq_ctx.architectures import BY_NAME, VARIANTS
+
+    bench = _benchmark_module()
+
+    def variants(**given):
+        return bench.variants_of(argparse.Namespace(**{"variants": [], "archs": None, "variant": [],
+                                                       "baseline_flags": "", **given}))
+
+    base = ("transformer", "transformer", [])
+    assert variants() == [base] + [(v.name, v.arch, [*v.flags, *v.task]) for v in VARIANTS if v.name != "transformer"]
+    assert len(variants()) == len(VARIANTS)
+    assert variants(variants=["ctxsan_both", "ctxenc", "transformer"]) == [
+        base, ("ctxsan_both", "transformer_ctxsan", ["--ctxsan-side", "both"]),
+        ("ctxenc", "transformer_ctxenc", list(BY_NAME["ctxenc"].task))]
+    assert BY_NAME["ctxenc"].task[:2] == ("--task", "document_translation")
+    assert variants(variants=["concat"])[1] == ("concat", "transformer", list(BY_NAME["concat"].task))
+    # --archs and --variant as before: only what they name (--archs alone, empty: the baseline alone)
+    assert variants(archs=["transformer_dc", "transformer"]) == [base, ("transformer_dc", "transformer_dc", [])]
+    assert variants(archs=[]) == [base]
+    wide = variants(variant=[("w", "transformer", "--encoder-ffn-embed-dim 512")],
+                    baseline_flags="--share-all-embeddings")
+    assert wide == [("transformer", "transformer", ["--share-all-embeddings"]),
+                    ("w", "transformer", ["--encoder-ffn-embed-dim", "512"])]
+    assert variants(variants=["dc"], archs=["transformer_gret"]) == [
+        base, ("dc", "transformer_dc", []), ("transformer_gret", "transformer_gret", [])]
+    proc = subprocess.run([sys.executable, "scripts/benchmark.py", str(tmp_path), "--variants", "nope"], cwd=REPO,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "invalid choice: 'nope'" in proc.stderr and "ctxsan_both" in proc.stderr
+
+
 def test_flop_bound_of_a_context_model_matches_a_hand_count():
     """ctxsan, encoder side, global context, both Q and K (n = 2), tiny dims:
     per encoder layer, beyond the plain transformer's products, the forward
