@@ -20,6 +20,9 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER_DIR = os.path.join(REPO, "fairseq_ctx")
+if REPO not in sys.path:  # this checkout's list, whether or not the package is installed
+    sys.path.insert(0, REPO)
+from fairseq_ctx import architectures  # noqa: E402  (torch-free)
 
 # A small Transformer that learns something in minutes on two CPU cores.
 SMALL_MODEL = [
@@ -38,19 +41,38 @@ TRAIN_FLAGS = [
     "--num-workers", "0", "--seed", "1", "--cpu", "--no-epoch-checkpoints",
     "--log-format", "simple", "--log-interval", "50",
 ]
-# Named variants: (arch, flags for training and decoding, extra evaluation
-# rows as (label, extra decoding flags)). Any other name is an --arch with no
-# extra flags. Context-aware models read the previous verse of the chapter
-# through the document task; "shuffled context" decodes the same model with
-# every sentence's context taken from a random other sentence (Voita et al.'s
-# test that a model really uses its context).
-DOC_TASK = ["--task", "document_translation", "--context-size", "1"]
-VARIANTS = {
-    "transformer_ctxenc": ("transformer_ctxenc", DOC_TASK,
-                           [("transformer_ctxenc (shuffled context)", ["--shuffle-context"])]),
-    "transformer_ctxenc_random": ("transformer_ctxenc", DOC_TASK + ["--context-mode", "random"], []),
-    "concat": ("transformer", DOC_TASK + ["--concat-context"], []),
+# What --archs NAME trains: a variant of fairseq_ctx/architectures.py by its
+# name (concat, ctxsan_both, ...) or by its arch when the list runs that arch
+# without model flags (transformer_ctxenc is ctxenc: the document task, the
+# previous verse of the chapter as context); a control below; else an --arch
+# with no flags. Model flags go to training, task flags to training and decoding.
+#
+# Quickstart-only controls, built on a list entry: name -> (entry, extra task flags).
+CONTROLS = {
+    # ctxenc reading a random verse of the split instead of the previous one
+    "transformer_ctxenc_random": ("ctxenc", ["--context-mode", "random"]),
 }
+# Extra evaluation rows of a list entry: (label suffix, extra decoding flags).
+# "shuffled context" decodes the same model with every sentence's context taken
+# from a random other sentence (Voita et al.'s test that a model really uses
+# its context).
+EVAL_ROWS = {
+    "ctxenc": [(" (shuffled context)", ["--shuffle-context"])],
+}
+
+
+def resolve(name):
+    """``(arch, model flags, task flags, extra evaluation rows)`` of ``--archs NAME``;
+    the rows are ``(label, extra decoding flags)``."""
+    if name in CONTROLS:
+        entry, extra_task = CONTROLS[name]
+        v = architectures.BY_NAME[entry]
+        return v.arch, list(v.flags), [*v.task, *extra_task], []
+    v = architectures.BY_NAME.get(name) or next(
+        (v for v in architectures.VARIANTS if v.arch == name and not v.flags), None)
+    if v is None:
+        return name, [], [], []
+    return v.arch, list(v.flags), list(v.task), [(name + suffix, flags) for suffix, flags in EVAL_ROWS.get(v.name, [])]
 
 
 def run(cmd, log_path=None, echo=True):
@@ -91,7 +113,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--archs", nargs="+", default=["transformer"],
                    help="architectures or named variants to train (default: transformer); variants: "
-                   + ", ".join(sorted(VARIANTS)))
+                   + ", ".join([*architectures.names(), *CONTROLS]))
     p.add_argument("--minutes", type=float, default=15.0, help="training budget per architecture (default 15)")
     p.add_argument("--data", default=os.path.join(REPO, "data", "bible"), help="Bible corpus directory")
     p.add_argument("--out", default=os.path.join(REPO, "runs", "quickstart"), help="checkpoints, logs, results")
@@ -112,7 +134,7 @@ def main():
     import sacrebleu
 
     for name in opts.archs:
-        arch, extra, extra_rows = VARIANTS.get(name, (name, [], []))
+        arch, model_flags, task_flags, extra_rows = resolve(name)
         save = os.path.join(opts.out, name)
         start = time.time()
         last = os.path.join(save, "checkpoint_last.pt")
@@ -120,7 +142,7 @@ def main():
             print(f"{name}: {last} already has its {opts.minutes:g}-minute budget; decoding only", flush=True)
         else:  # fresh, or resumes an interrupted run from checkpoint_last.pt
             run([sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
-                 *SMALL_MODEL, *TRAIN_FLAGS, *extra, "--save-dir", save,
+                 *SMALL_MODEL, *TRAIN_FLAGS, *model_flags, *task_flags, "--save-dir", save,
                  "--stop-time-hours", str(opts.minutes / 60)], log_path=save + ".train.log")
         train_minutes = training_minutes(last, fallback_seconds=time.time() - start)
         train_log = open(save + ".train.log", encoding="utf-8").read()
@@ -133,7 +155,7 @@ def main():
                  "--path", os.path.join(save, "checkpoint_best.pt"), "--gen-subset", "test",
                  "--beam", str(opts.beam), "--max-len-a", "1.5", "--max-len-b", "10", "--batch-size", "64",
                  "--required-batch-size-multiple", "1",
-                 "--remove-bpe", "sentencepiece", "--cpu", *extra, *gen_flags], log_path=gen_log, echo=False)
+                 "--remove-bpe", "sentencepiece", "--cpu", *task_flags, *gen_flags], log_path=gen_log, echo=False)
             hyps = {}
             for line in read_lines(gen_log):
                 m = re.match(r"^D-(\d+)\t\S+\t(.*)$", line)
