@@ -32,19 +32,14 @@ import pytest
 import torch
 
 import fairseq_ctx
+from fairseq_ctx.architectures import select
 from tests.utils import REPO, TINY_MODEL_FLAGS, USER_DIR, make_parallel_data, preprocess, validate
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
-DOC_TASK = ["--task", "document_translation", "--context-size", "1"]
-# name -> (arch, flags for training and evaluation)
-VARIANTS = {
-    "ctxsan_both": ("transformer_ctxsan", ["--ctxsan-side", "both"]),
-    "dc_full": ("transformer_dc_full", []),
-    "gret": ("transformer_gret", []),
-    # The document task (its dataset, batching and iterator state) rides with ctxenc.
-    "ctxenc_doc": ("transformer_ctxenc", DOC_TASK),
-}
+# Variants of fairseq_ctx/architectures.py, by name. The document task (its
+# dataset, batching and iterator state) rides with ctxenc.
+VARIANTS = {v.name: v for v in select(["ctxsan_both", "dc_full", "gret", "ctxenc"])}
 MAX_UPDATE = 6
 SAVE_EVERY = 2
 
@@ -59,9 +54,9 @@ def data_bin(tmp_path_factory):
 
 
 def _train_cmd(data_bin, save, variant, extra=()):
-    arch, flags = VARIANTS[variant]
+    v = VARIANTS[variant]
     return [sys.executable, "-m", "fairseq_cli.train", str(data_bin), "--user-dir", USER_DIR,
-            "--arch", arch, *TINY_MODEL_FLAGS, *flags,
+            "--arch", v.arch, *TINY_MODEL_FLAGS, *v.flags, *v.task,
             "--dropout", "0", "--attention-dropout", "0", "--activation-dropout", "0",
             "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "4",
             "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
@@ -182,8 +177,7 @@ def test_sigkill_resume_matches_uninterrupted_run(runs):
 
 def test_checkpoint_loads_in_validate(runs, data_bin):
     """(generate and interactive are run on every architecture by its own test file.)"""
-    _, flags = VARIANTS[runs["variant"]]
-    task_flags = [f for f in flags if f in DOC_TASK]
+    task_flags = VARIANTS[runs["variant"]].task
     loss, _ = validate(data_bin, runs["root"] / "ddp" / "checkpoint_last.pt", task_flags=task_flags)
     assert 0 < loss < 20
 
@@ -192,9 +186,8 @@ def test_hub_interface_loads_with_user_dir(runs, data_bin):
     """``from_pretrained`` with our user dir, as a researcher would script it."""
     from fairseq.models.transformer import TransformerModel
 
-    _, flags = VARIANTS[runs["variant"]]
     overrides = {}
-    if "--task" in flags:
+    if VARIANTS[runs["variant"]].task:
         overrides = {"task": "document_translation", "context_size": 1}
     hub = TransformerModel.from_pretrained(str(runs["root"] / "ddp"), checkpoint_file="checkpoint_last.pt",
                                            data_name_or_path=str(data_bin), user_dir=USER_DIR, **overrides)
