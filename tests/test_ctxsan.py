@@ -9,6 +9,7 @@ import torch
 
 import fairseq_ctx  # noqa: F401  (registers the architectures)
 from fairseq_ctx.modules.context_aware_attention import ContextAwareSelfAttention, ContextHistory
+from fairseq_ctx.modules.readout import reading
 from tests.utils import build_model, n_params, run_cli, toy_dictionary
 
 SIDES = ("encoder", "decoder", "both")
@@ -121,20 +122,20 @@ def test_attention_shapes_and_context_sizes():
     torch.manual_seed(0)
     T, B = 5, 3
     att = ContextAwareSelfAttention(d, 2, 3, context="deep-global+deep").eval()
-    att.keep_gates = True
     hist = ContextHistory(need_states=True, need_means=True)
     xs = [torch.randn(T, B, d) for _ in range(3)]
     for x in xs:
         hist.push(x)
-    att(xs[-1], history=hist)[0]
-    assert torch.equal(att.last_gates["q"], torch.full((T, B), 0.5))  # V^H = V^C = 0 at init
-    with torch.no_grad():
-        att.gate_h.normal_()
-        att.gate_c.normal_()
-    out = att(xs[-1], history=hist)[0]
-    assert out.shape == (T, B, d)
-    assert set(att.last_gates) == {"q", "k"} and att.last_gates["q"].shape == (T, B)
-    assert bool(((att.last_gates["k"] > 0) & (att.last_gates["k"] < 1)).all())
+    with reading(att):
+        att(xs[-1], history=hist)[0]
+        assert torch.equal(att.last_readout["q"], torch.full((T, B), 0.5))  # V^H = V^C = 0 at init
+        with torch.no_grad():
+            att.gate_h.normal_()
+            att.gate_c.normal_()
+        out = att(xs[-1], history=hist)[0]
+        assert out.shape == (T, B, d)
+        assert set(att.last_readout) == {"q", "k"} and att.last_readout["q"].shape == (T, B)
+        assert bool(((att.last_readout["k"] > 0) & (att.last_readout["k"] < 1)).all())
 
 
 @pytest.mark.parametrize("context", ["global", "deep-global+deep"])
@@ -232,12 +233,12 @@ def test_key_only_leaves_queries_alone():
     d, T, B = 16, 4, 2
     att = ContextAwareSelfAttention(d, 2, 1, context="global", contextualize="key").eval()
     assert tuple(att.gate_h.shape) == (1, d)
-    att.keep_gates = True
     hist = ContextHistory(need_states=False, need_means=True)
     x = torch.randn(T, B, d)
     hist.push(x)
-    att(x, history=hist)[0]
-    assert set(att.last_gates) == {"k"}
+    with reading(att):
+        att(x, history=hist)[0]
+        assert set(att.last_readout) == {"k"}
 
 
 def _fairseq_layer_with_our_weights(ours, fairseq_cls, cfg, **kwargs):
@@ -486,23 +487,21 @@ def test_gate_means_equal_a_hand_computation_without_padding(data_bin, trained, 
 
     model, task, _ = load_checkpoint(str(trained["both"]), str(data_bin), "cpu")
     attentions = model.ctxsan_attentions()
-    for mods in attentions.values():
-        for att in mods:
-            att.keep_gates = True
     task.load_dataset("valid")
     dataset = task.dataset("valid")
     sums = {side: [[0.0, 0.0] for _ in mods] for side, mods in attentions.items()}
     positions = {side: 0 for side in attentions}
-    for i in range(len(dataset)):
-        sample = dataset.collater([dataset[i]])
-        with torch.no_grad():
-            model(**sample["net_input"])
-        positions["encoder"] += sample["net_input"]["src_tokens"].numel()  # one sentence: no padding
-        positions["decoder"] += sample["net_input"]["prev_output_tokens"].numel()
-        for side, mods in attentions.items():
-            for li, att in enumerate(mods):
-                for si, s in enumerate(("q", "k")):
-                    sums[side][li][si] += float(att.last_gates[s].double().sum())
+    with reading(model):
+        for i in range(len(dataset)):
+            sample = dataset.collater([dataset[i]])
+            with torch.no_grad():
+                model(**sample["net_input"])
+            positions["encoder"] += sample["net_input"]["src_tokens"].numel()  # one sentence: no padding
+            positions["decoder"] += sample["net_input"]["prev_output_tokens"].numel()
+            for side, mods in attentions.items():
+                for li, att in enumerate(mods):
+                    for si, s in enumerate(("q", "k")):
+                        sums[side][li][si] += float(att.last_readout[s].double().sum())
     lengths = [len(dataset[i]["source"]) for i in range(len(dataset))]
     assert len(set(lengths)) > 1  # sentences of several lengths: the script's batches hold pads
     for side in ("encoder", "decoder"):

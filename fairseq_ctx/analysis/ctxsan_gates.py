@@ -69,19 +69,20 @@ def analyse_model(path: str, data: str, subset: str, max_tokens: int, max_senten
     import torch
     from fairseq import utils
 
+    from fairseq_ctx.modules.readout import reading
+
     model, task, _ = load_checkpoint(path, data, "cuda" if use_cuda else "cpu")
     from fairseq_ctx.models.transformer_ctxsan import TransformerCtxSanModel
 
     if not isinstance(model, TransformerCtxSanModel):
         raise ValueError(f"--path {path}: not a transformer_ctxsan checkpoint ({type(model).__name__})")
     attentions = model.ctxsan_attentions()
-    for mods in attentions.values():
-        for att in mods:
-            att.keep_gates = True
 
-    # sums[side][layer][slot] and token counts, over non-padding positions
+    # sums[side][layer][slot] and token counts, over non-padding positions;
+    # seen[side][layer]: the gates the layer has (its contextualised Q / K)
     sums = {side: [{s: 0.0 for s in SLOTS} for _ in mods] for side, mods in attentions.items()}
     counts = {side: [0 for _ in mods] for side, mods in attentions.items()}
+    seen = {side: [set() for _ in mods] for side, mods in attentions.items()}
 
     task.load_dataset(subset)
     dataset = task.dataset(subset)
@@ -91,42 +92,46 @@ def analyse_model(path: str, data: str, subset: str, max_tokens: int, max_senten
         ignore_invalid_inputs=True, required_batch_size_multiple=1,
     ).next_epoch_itr(shuffle=False)
     src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-    for sample in itr:
-        if not sample:
-            continue
-        if use_cuda:
-            sample = utils.move_to_cuda(sample)
-        net_input = sample["net_input"]
-        with torch.no_grad():
+    # each attention module's last_readout: {"q": T x B, "k": T x B} of the
+    # last forward (fairseq_ctx.modules.readout), dropped after the block
+    with reading(model), torch.no_grad():
+        for sample in itr:
+            if not sample:
+                continue
+            if use_cuda:
+                sample = utils.move_to_cuda(sample)
+            net_input = sample["net_input"]
             model(**net_input)
-        keep = {
-            "encoder": net_input["src_tokens"].ne(src_dict.pad()).t(),  # T x B
-            "decoder": net_input["prev_output_tokens"].ne(tgt_dict.pad()).t(),
-        }
-        gates = {side: [dict(att.last_gates) if att.has_context else {} for att in mods]
-                 for side, mods in attentions.items()}
-        for side, layers in gates.items():
-            for li, g in enumerate(layers):
-                if not g:
-                    continue
-                counts[side][li] += int(keep[side].sum())
-                for s, lam in g.items():
-                    sums[side][li][s] += float(lam[keep[side]].sum())
-        for b, sid in enumerate(sample["id"].tolist()):
-            src = net_input["src_tokens"][b]
-            prev = net_input["prev_output_tokens"][b]
-            line = {
-                "id": sid,
-                "model": path,
-                "tokens": [src_dict[t] for t in src[src.ne(src_dict.pad())].tolist()],
-                "decoder_tokens": [tgt_dict[t] for t in prev[prev.ne(tgt_dict.pad())].tolist()],
+            keep = {
+                "encoder": net_input["src_tokens"].ne(src_dict.pad()).t(),  # T x B
+                "decoder": net_input["prev_output_tokens"].ne(tgt_dict.pad()).t(),
             }
+            gates = {side: [dict(att.last_readout) if att.has_context else {} for att in mods]
+                     for side, mods in attentions.items()}
             for side, layers in gates.items():
-                kb = keep[side][:, b]
-                line[side] = {
-                    f"lambda_{s}": [(_strip(g[s][:, b], kb) if s in g else None) for g in layers] for s in SLOTS
+                for li, g in enumerate(layers):
+                    if not g:
+                        continue
+                    seen[side][li].update(g)
+                    counts[side][li] += int(keep[side].sum())
+                    for s, lam in g.items():
+                        sums[side][li][s] += float(lam[keep[side]].sum())
+            for b, sid in enumerate(sample["id"].tolist()):
+                src = net_input["src_tokens"][b]
+                prev = net_input["prev_output_tokens"][b]
+                line = {
+                    "id": sid,
+                    "model": path,
+                    "tokens": [src_dict[t] for t in src[src.ne(src_dict.pad())].tolist()],
+                    "decoder_tokens": [tgt_dict[t] for t in prev[prev.ne(tgt_dict.pad())].tolist()],
                 }
-            token_out.write(json.dumps(line) + "\n")
+                for side, layers in gates.items():
+                    kb = keep[side][:, b]
+                    line[side] = {
+                        f"lambda_{s}": [(_strip(g[s][:, b], kb) if s in g else None) for g in layers]
+                        for s in SLOTS
+                    }
+                token_out.write(json.dumps(line) + "\n")
 
     args = model.args
     result = {
@@ -142,7 +147,7 @@ def analyse_model(path: str, data: str, subset: str, max_tokens: int, max_senten
             n = counts[side][li]
             row = {"layer": li + 1, "positions": n}
             for s in SLOTS:
-                contextualised = s in (attentions[side][li].last_gates or {})
+                contextualised = s in seen[side][li]
                 row[f"lambda_{s}"] = (sums[side][li][s] / n) if (n and contextualised) else None
             rows.append(row)
         result["sides"][side] = rows

@@ -38,9 +38,11 @@ Reading of the paper where it is ambiguous (see ``docs/ambiguities.md``):
 * Global means ignore padding; on the decoder side the global context is the
   causal prefix mean (footnote 2), so each position has its own context.
 
-Gate values can be read out for analysis: set ``keep_gates = True`` and the
-last forward leaves ``last_gates = {"q": T x B, "k": T x B}`` (only the
-contextualised ones) on the module.
+Gate values can be read out for analysis (:mod:`fairseq_ctx.modules.readout`):
+inside ``with reading(model):`` each forward leaves
+``last_readout = {"q": T x B, "k": T x B}`` (only the contextualised ones;
+empty in a layer without context) on the module; outside it the gates are
+not copied.
 """
 from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional, Tuple
@@ -51,6 +53,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
 from .incremental_cache import append_keys_values, reorder_cache
+from .readout import Readout
 
 CONTEXT_TYPES = ("global", "deep", "deep-global", "deep-global+deep")
 CONTEXTUALIZE = ("query", "key", "both")
@@ -190,7 +193,7 @@ class HistorySlot(object):
 
 
 @with_incremental_state
-class ContextAwareSelfAttention(nn.Module):
+class ContextAwareSelfAttention(Readout, nn.Module):
     """Multi-head self-attention with context-aware queries and keys (Eq. 5-7).
 
     Args:
@@ -209,7 +212,12 @@ class ContextAwareSelfAttention(nn.Module):
     fused ``d x 3d`` projection, output projection ``d x d``), plus per context
     part a ``d_c x (n*d)`` projection (``n`` = number of contextualised of
     Q, K) and the gates ``V^H``, ``V^C`` (``n x d`` each).
+
+    Readout (:mod:`fairseq_ctx.modules.readout`): lambda_Q and lambda_K of
+    Eq. 6, those of the contextualised Q / K only.
     """
+
+    readout_shapes = {"q": "T x B", "k": "T x B"}
 
     def __init__(self, embed_dim: int, num_heads: int, layer: int, context: str = "deep-global+deep",
                  contextualize: str = "both", dropout: float = 0.0, causal: bool = False,
@@ -249,8 +257,6 @@ class ContextAwareSelfAttention(nn.Module):
         else:
             self.register_parameter("gate_h", None)
             self.register_parameter("gate_c", None)
-        self.keep_gates = False
-        self.last_gates: Dict[str, Tensor] = {}
         # (key, folded weights) of the last eval-mode fold; not a buffer, so
         # the state_dict (the checkpoint format) is unchanged
         self._fold_cache: Optional[Tuple[tuple, Tuple[Tensor, Tensor, Dict[str, Tensor]]]] = None
@@ -441,8 +447,9 @@ class ContextAwareSelfAttention(nn.Module):
             lam = torch.sigmoid(out[..., 3 * d:] + ctx_logit)  # T x B x n
             # Eq. 5: (1 - lam) * Q + lam * (C U)
             mixed = torch.lerp(qk, ctx, lam.unsqueeze(-1))
-            if self.keep_gates:
-                self.last_gates = {("q" if s == 0 else "k"): lam[:, :, i].detach() for i, s in enumerate(self.slots)}
+            if self.keep_readout:
+                self.record_readout(**{("q" if s == 0 else "k"): lam[:, :, i]  # T x B
+                                       for i, s in enumerate(self.slots)})
             if self.contextualize == "both":
                 q, k = mixed.unbind(2)
             elif self.contextualize == "query":
