@@ -12,6 +12,7 @@ from fairseq_ctx.analysis import dc_divergence
 from fairseq_ctx.analysis.dc_divergence import head_max_distribution, js_divergence
 from fairseq_ctx.models.transformer_dc import parse_layer_spec
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
+from fairseq_ctx.modules.readout import reading
 from tests.utils import REPO, build_model as build, n_params, toy_dictionary, train_in_process
 
 torch.set_num_threads(1)
@@ -53,6 +54,10 @@ def test_module_shapes_and_weights():
     z2, none = m(r, r, r, key_padding_mask=kpm)  # SDPA path gives the same output
     assert none is None
     assert torch.allclose(z, z2, atol=1e-5)
+    with reading(m):  # the readout is the tensor need_weights returns, and changes no output
+        z3, none = m(r, r, r, key_padding_mask=kpm)
+        assert none is None and torch.equal(z3, z)
+        assert torch.equal(m.last_readout["alpha"], alpha.detach())
     # W_r f*C x 2C + b, LN, 2 FI x QKV, W_z 2C x C + b (Eq. 6-8), no FI output projection
     expected = 2 * C * 2 * C + 2 * C + 2 * C + 6 * (C * C + C) + 2 * C * C + C
     assert n_params(m) == expected
@@ -254,13 +259,22 @@ def test_alpha_readout_and_js():
     torch.manual_seed(0)
     model = build("transformer_dc_tiny", ["--dc-encoder-layers", "2"]).eval()
     src = _tokens([4, 6], pad_left=True)
-    model.encoder.return_dc_alpha = True
-    out = model.encoder(src, src.ne(1).sum(1))
-    (alpha,) = out["dc_alpha"]
-    assert alpha.shape == (2, 2, 2, 6, 6)
-    assert torch.allclose(alpha.sum(-1), torch.ones(2, 2, 2, 6), atol=1e-5)
-    reordered = model.encoder.reorder_encoder_out(out, torch.tensor([1, 0]))
-    assert torch.equal(reordered["dc_alpha"][0], alpha.flip(0))
+    plain = model.encoder(src, src.ne(1).sum(1))
+    (dc,) = model.encoder.dc_modules()  # DC in encoder layer 2 only
+    with reading(model.encoder) as modules:
+        assert list(modules.values()) == [dc]
+        out = model.encoder(src, src.ne(1).sum(1))
+        alpha = dc.last_readout["alpha"]
+        assert alpha.shape == (2, 2, 2, 6, 6)
+        assert torch.allclose(alpha.sum(-1), torch.ones(2, 2, 2, 6), atol=1e-5)
+        # the readout lives on the module, in the order of the batch it was computed
+        # on: encoder_out is unchanged and beam search has nothing to reorder
+        assert set(out) == set(plain)
+        assert torch.equal(out["encoder_padding_mask"][0], plain["encoder_padding_mask"][0])
+        # (the probabilities are then computed outside the fused kernel: equal to rounding)
+        torch.testing.assert_close(out["encoder_out"][0], plain["encoder_out"][0], atol=1e-5, rtol=1e-5)
+        model.encoder(src.flip(0), src.flip(0).ne(1).sum(1))
+        torch.testing.assert_close(dc.last_readout["alpha"], alpha.flip(0), atol=1e-6, rtol=0)
     p_l, p_g = head_max_distribution(alpha[:, 0]), head_max_distribution(alpha[:, 1])
     js = js_divergence(p_g, p_l)
     assert js.shape == (2, 6)
@@ -268,8 +282,10 @@ def test_alpha_readout_and_js():
     assert float(js_divergence(p_g, p_g).abs().max()) < 1e-6
     disjoint = js_divergence(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0]))
     assert abs(float(disjoint) - math.log(2)) < 1e-6
-    model.encoder.return_dc_alpha = False
-    assert "dc_alpha" not in model.encoder(src, src.ne(1).sum(1))
+    # after the block the readout is off and nothing is kept or recorded
+    assert not dc.keep_readout and dict(dc.last_readout) == {}
+    model.encoder(src, src.ne(1).sum(1))
+    assert dict(dc.last_readout) == {}
 
 
 def test_eq10_head_reductions_on_a_hand_made_example():

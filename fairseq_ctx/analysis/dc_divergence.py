@@ -99,17 +99,18 @@ def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return 0.5 * kl_divergence(p, m) + 0.5 * kl_divergence(q, m)
 
 
-def layer_divergences(dc_alpha: List[torch.Tensor], src_mask: torch.Tensor, head_reduction: str = "max"):
+def layer_divergences(alphas: List[torch.Tensor], src_mask: torch.Tensor, head_reduction: str = "max"):
     """Sum of per-token JS divergences for each DC layer of one batch.
 
-    dc_alpha: per DC layer, B x 2 x H x T x T ([alpha_l, alpha_g]);
+    alphas: per DC layer, B x 2 x H x T x T ([alpha_l, alpha_g]: the
+    ``last_readout["alpha"]`` of its DC module, fairseq_ctx.modules.readout);
     src_mask: B x T, True at real tokens (the queries counted; pad keys carry
     no weight already). Returns (sums per layer, #tokens)."""
     import torch
 
     sums = []
     mask = src_mask.to(torch.float64)
-    for alpha in dc_alpha:
+    for alpha in alphas:
         a = alpha.to(torch.float64)
         alpha_l = reduce_heads(a[:, 0], head_reduction)
         alpha_g = reduce_heads(a[:, 1], head_reduction)
@@ -122,8 +123,10 @@ def analyse_model(model, task, subset: str, cfg, limit: int = 0, head_reduction:
     import torch
     from fairseq import utils
 
+    from fairseq_ctx.modules.readout import reading
+
     encoder = model.encoder
-    if not hasattr(encoder, "return_dc_alpha"):
+    if not hasattr(encoder, "dc_modules"):
         raise ValueError("the checkpoint is not a transformer_dc model (no DC encoder)")
     dc_layers = list(encoder.dc_layers)
     if not dc_layers:
@@ -142,22 +145,22 @@ def analyse_model(model, task, subset: str, cfg, limit: int = 0, head_reduction:
     use_cuda = torch.cuda.is_available() and not cfg.common.cpu
     totals = [0.0] * len(dc_layers)
     n_tokens = n_sents = 0
-    encoder.return_dc_alpha = True
-    try:
-        with torch.no_grad():
-            for sample in itr:
-                if use_cuda:
-                    sample = utils.move_to_cuda(sample)
-                src_tokens = sample["net_input"]["src_tokens"]
-                out = encoder(src_tokens, src_lengths=sample["net_input"]["src_lengths"])
-                sums, ntok = layer_divergences(out["dc_alpha"], src_tokens.ne(encoder.padding_idx), head_reduction)
-                totals = [t + s for t, s in zip(totals, sums)]
-                n_tokens += ntok
-                n_sents += src_tokens.size(0)
-                if limit and n_sents >= limit:
-                    break
-    finally:
-        encoder.return_dc_alpha = False
+    modules = encoder.dc_modules()  # one per DC layer, bottom to top
+    # each module's last_readout["alpha"]: B x 2 x H x T x T of the last
+    # forward (fairseq_ctx.modules.readout), dropped after the block
+    with reading(encoder), torch.no_grad():
+        for sample in itr:
+            if use_cuda:
+                sample = utils.move_to_cuda(sample)
+            src_tokens = sample["net_input"]["src_tokens"]
+            encoder(src_tokens, src_lengths=sample["net_input"]["src_lengths"])
+            alphas = [m.last_readout["alpha"] for m in modules]
+            sums, ntok = layer_divergences(alphas, src_tokens.ne(encoder.padding_idx), head_reduction)
+            totals = [t + s for t, s in zip(totals, sums)]
+            n_tokens += ntok
+            n_sents += src_tokens.size(0)
+            if limit and n_sents >= limit:
+                break
     if n_tokens == 0:
         raise ValueError(f"subset {subset!r} has no source tokens")
     dv = {str(layer + 1): totals[i] / n_tokens for i, layer in enumerate(dc_layers)}

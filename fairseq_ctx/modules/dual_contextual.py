@@ -57,9 +57,11 @@ against 4 C^2 for self-attention; measured: ``docs/benchmarks.md``).
 
 Readout for analysis (Eq. 10-13): with ``need_weights=True`` the forward
 returns the FI attention probabilities as a B x 2 x H x T x S tensor
-([alpha_l, alpha_g]); setting ``store_alpha = True`` keeps the same tensor in
-``self.alpha`` after each forward (the fairseq layer calls its self-attention
-with ``need_weights=False``).
+([alpha_l, alpha_g]); the fairseq layer calls its self-attention with
+``need_weights=False``, so the analyses read the same tensor as
+``last_readout["alpha"]`` inside ``with reading(model):``
+(:mod:`fairseq_ctx.modules.readout`). Otherwise the probabilities are never
+materialised (one fused ``scaled_dot_product_attention``).
 """
 import math
 from typing import Dict, Optional, Tuple
@@ -74,10 +76,11 @@ from fairseq.modules import LayerNorm
 from fairseq.modules.fairseq_dropout import FairseqDropout
 
 from .incremental_cache import append_keys_values, reorder_cache
+from .readout import Readout
 
 
 @with_incremental_state
-class DualContextualModule(nn.Module):
+class DualContextualModule(Readout, nn.Module):
     """Dual Contextual module (Ampomah et al. 2021, Eq. 6-9).
 
     Args:
@@ -87,7 +90,12 @@ class DualContextualModule(nn.Module):
         causal (bool): decoder mode (causal convolution, incremental state).
         dropout (float): dropout on the GLU output r_hat before its residual.
         attention_dropout (float): dropout on the FI attention probabilities.
+
+    Readout (:mod:`fairseq_ctx.modules.readout`): the FI attention
+    probabilities [alpha_l, alpha_g] before dropout.
     """
+
+    readout_shapes = {"alpha": "B x 2 x H x T x S"}
 
     def __init__(
         self,
@@ -130,8 +138,6 @@ class DualContextualModule(nn.Module):
         # W_z, b_z of Eq. 8
         self.out_proj = nn.Linear(2 * embed_dim, embed_dim)
 
-        self.store_alpha = False
-        self.alpha: Optional[Tensor] = None
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -281,7 +287,7 @@ class DualContextualModule(nn.Module):
         S = k.size(2)
 
         mask = self._combine_masks(attn_mask, key_padding_mask, T, S, B, r.dtype)
-        want_probs = need_weights or self.store_alpha
+        want_probs = need_weights or self.keep_readout
         dropout_p = self.attention_dropout if self.training else 0.0
         if want_probs:
             scores = torch.matmul(q, k.transpose(-1, -2)) * (hd ** -0.5)
@@ -289,9 +295,9 @@ class DualContextualModule(nn.Module):
                 scores = scores + mask
             probs = torch.softmax(scores, dim=-1)
             out = torch.matmul(F.dropout(probs, p=dropout_p, training=self.training), v)
-            alpha = probs.view(B, 2, H, T, S)
-            if self.store_alpha:
-                self.alpha = alpha.detach()
+            alpha = probs.view(B, 2, H, T, S)  # [alpha_l, alpha_g]
+            if self.keep_readout:
+                self.record_readout(alpha=alpha)  # B x 2 x H x T x S
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
             alpha = None
