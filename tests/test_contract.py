@@ -31,6 +31,7 @@ from fairseq.modules import MultiheadAttention
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS
+from fairseq_ctx.modules.readout import reading
 from tests.utils import build_model, generate_in_process, interactive_in_process, validate
 
 torch.set_num_threads(1)
@@ -116,8 +117,8 @@ def test_sentence_alone_equals_sentence_in_padded_batch(name):
                                        msg=lambda m: f"sentence {i}: {m}")
 
 
-def _encode(model, src, lengths, kwargs, readout=False):
-    extra = {"return_gate": True, "return_context": True} if readout and "ctx_tokens" in kwargs else {}
+def _encode(model, src, lengths, kwargs, context=False):
+    extra = {"return_context": True} if context and "ctx_tokens" in kwargs else {}
     return model.encoder(src, lengths, return_all_hiddens=True, **kwargs, **extra)
 
 
@@ -144,13 +145,24 @@ def _permuted(src, lengths, prev, kwargs, order):
 @pytest.mark.parametrize("name", NAMES)
 def test_reorder_encoder_out_equals_encoding_the_permuted_batch(name):
     """Every entry of ``encoder_out`` follows the beams (ctxenc's context
-    states, mask and gate, GRET's global state, all hidden states)."""
+    states and mask, GRET's global state, all hidden states). The readouts
+    (ctxsan's gates, DC's attention probabilities, ctxenc's gate:
+    :mod:`fairseq_ctx.modules.readout`) are not in ``encoder_out`` but on
+    their modules, in the order of the batch they were computed on, so there
+    is nothing of them to reorder: encoding the permuted batch permutes each
+    readout along its batch dimension, and reading adds no entry to
+    ``encoder_out``."""
     model = _model(name)
     src, lengths, prev, _, kwargs = _batch(model)
     p_src, p_lengths, _, p_kwargs = _permuted(src, lengths, prev, kwargs, ORDER)
     with torch.no_grad():
-        reordered = model.encoder.reorder_encoder_out(_encode(model, src, lengths, kwargs, True), ORDER)
-        direct = _encode(model, p_src, p_lengths, p_kwargs, True)
+        unread = _encode(model, p_src, p_lengths, p_kwargs, True)
+        with reading(model.encoder) as modules:
+            reordered = model.encoder.reorder_encoder_out(_encode(model, src, lengths, kwargs, True), ORDER)
+            readouts = {n: dict(m.last_readout) for n, m in modules.items()}
+            direct = _encode(model, p_src, p_lengths, p_kwargs, True)
+            p_readouts = {n: dict(m.last_readout) for n, m in modules.items()}
+    assert set(direct) == set(unread)
     # fairseq's TransformerEncoder.reorder_encoder_out drops fc_results (unused here)
     assert set(reordered) == set(direct) - {"fc_results"}
     for key, tensors in direct.items():
@@ -160,8 +172,20 @@ def test_reorder_encoder_out_equals_encoding_the_permuted_batch(name):
         for got, want in zip(reordered[key], tensors):
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5, msg=lambda m: f"{key}: {m}")
     assert len(direct["encoder_states"]) > 0
+    for n, m in modules.items():
+        assert set(p_readouts[n]) == set(readouts[n]), n
+        for key, want in p_readouts[n].items():
+            dims = m.readout_shapes[key].split(" x ")  # e.g. "T x B"
+            assert want.dim() == len(dims), (n, key)
+            got = readouts[n][key].index_select(dims.index("B"), ORDER)
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5, msg=lambda msg: f"{n}/{key}: {msg}")
+    read = {key for r in readouts.values() for key in r}
+    assert read == {"ctxsan": {"q", "k"}, "ctxsan_both": {"q", "k"}, "dc": {"alpha"}, "dc_full": {"alpha"},
+                    "ctxenc": {"gate"}}.get(name, set())
     if name == "ctxenc":
-        assert all(len(direct[k]) == 1 for k in ("ctx_out", "ctx_padding_mask", "ctx_gate"))
+        assert all(len(direct[k]) == 1 for k in ("ctx_out", "ctx_padding_mask"))
+        assert list(readouts) == ["layers.1"]  # the gated last layer
+        assert readouts["layers.1"]["gate"].shape == direct["encoder_out"][0].shape  # T x B x C
     if name == "gret":
         assert len(direct["gret_global"]) == 1
 

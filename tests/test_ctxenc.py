@@ -12,6 +12,7 @@ import fairseq_ctx  # noqa: F401  (registers the arch and the task)
 
 from fairseq_ctx.models import transformer_ctxenc as ctxenc_mod
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
+from fairseq_ctx.modules.readout import reading
 from tests.utils import build_model as build, n_params, toy_dictionary
 
 torch.set_num_threads(1)
@@ -100,11 +101,13 @@ def test_bad_flags(extra, flag):
 def test_encoder_out_shapes_and_gate():
     model = tiny()
     src, ctx = rand_tokens(3, 7, 1), rand_tokens(3, 5, 2)
-    out = model.encoder(src, torch.full((3,), 7), ctx_tokens=ctx, return_gate=True, return_context=True)
+    with reading(model) as modules:
+        assert list(modules.values()) == [model.encoder.layers[-1]]  # the gated layer only
+        out = model.encoder(src, torch.full((3,), 7), ctx_tokens=ctx, return_context=True)
+        gate = model.encoder.layers[-1].last_readout["gate"]
     assert out["encoder_out"][0].shape == (7, 3, 16)
     assert out["ctx_out"][0].shape == (5, 3, 16)
     assert out["ctx_padding_mask"][0].shape == (3, 5)
-    gate = out["ctx_gate"][0]
     assert gate.shape == (7, 3, 16) and bool((gate > 0).all()) and bool((gate < 1).all())
 
 
@@ -130,8 +133,9 @@ def test_encoder_matches_gated_mixture_written_out(pre_norm):
     enc = model.encoder
     src = rand_tokens(3, 0, 30, lengths=[6, 4, 5])
     ctx = rand_tokens(3, 0, 31, lengths=[3, 5, 2])
-    with torch.no_grad():
-        out = enc(src, ctx_tokens=ctx, return_gate=True, return_context=True)
+    with torch.no_grad(), reading(enc):
+        out = enc(src, ctx_tokens=ctx, return_context=True)
+        gate = enc.layers[-1].last_readout["gate"]
 
         def lower(tokens):  # embeddings and the shared layers, T x B x C
             mask = tokens.eq(1)
@@ -158,7 +162,7 @@ def test_encoder_matches_gated_mixture_written_out(pre_norm):
         y = enc.layer_norm(y) if pre_norm else last.final_layer_norm(y)
     real_ctx = (~ctx_mask).t().unsqueeze(-1)
     torch.testing.assert_close(out["ctx_out"][0] * real_ctx, c * real_ctx, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(out["ctx_gate"][0], g, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(gate, g, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out["encoder_out"][0], y, atol=1e-5, rtol=1e-5)
     # the gate is far from 1/2, so the two branches of the mixture can be told apart
     assert (g - 0.5).abs().max() > 0.05 and (c_s - c_c).abs().max() > 0.1
@@ -209,7 +213,8 @@ def test_context_states_only_on_request_and_decoding_is_unchanged():
     with torch.no_grad():
         plain = model.encoder(src, ctx_tokens=ctx)
         full = model.encoder(src, ctx_tokens=ctx, return_context=True)
-        assert plain["ctx_out"] == [] and plain["ctx_padding_mask"] == [] and plain["ctx_gate"] == []
+        assert plain["ctx_out"] == [] and plain["ctx_padding_mask"] == []
+        assert "ctx_gate" not in plain and "ctx_gate" not in full  # the gate is read out of its layer
         assert full["ctx_out"][0].shape == (4, 2, 16) and full["ctx_padding_mask"][0].shape == (2, 4)
         for key in ("encoder_out", "encoder_padding_mask", "encoder_embedding", "src_lengths"):
             assert torch.equal(plain[key][0], full[key][0]), key

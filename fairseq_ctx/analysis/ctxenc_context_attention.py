@@ -135,9 +135,12 @@ def analyse(model, task, subset: str, cfg, min_count: int = 10, limit: int = 0) 
     import torch
     from fairseq import utils
 
+    from fairseq_ctx.modules.readout import reading
+
     encoder = model.encoder
     if not getattr(model, "accepts_context", False) or not hasattr(encoder, "ctx_layer"):
         raise ValueError("the checkpoint is not a transformer_ctxenc model")
+    gated = encoder.layers[-1]  # CtxEncGatedEncoderLayer
     itr = task.get_batch_iterator(
         dataset=task.dataset(subset),
         max_tokens=cfg.dataset.max_tokens,
@@ -152,20 +155,21 @@ def analyse(model, task, subset: str, cfg, min_count: int = 10, limit: int = 0) 
     dictionary = task.source_dictionary
     acc = ShareAccumulator(len(dictionary))
     n_sents = 0
-    with torch.no_grad():
+    # the gated layer's last_readout["gate"]: g of the last forward, T x B x C
+    # (fairseq_ctx.modules.readout), dropped after the block
+    with reading(gated), torch.no_grad():
         for sample in itr:
             sample = task.model_input([model], sample)
             if use_cuda:
                 sample = utils.move_to_cuda(sample)
             net = sample["net_input"]
-            out = encoder(net["src_tokens"], src_lengths=net["src_lengths"],
-                          ctx_tokens=net.get("ctx_tokens"), return_gate=True)
+            encoder(net["src_tokens"], src_lengths=net["src_lengths"], ctx_tokens=net.get("ctx_tokens"))
             tokens = net["src_tokens"]
             keep = tokens.ne(dictionary.pad()) & tokens.ne(dictionary.eos())
             ctx = net.get("ctx_tokens")
             has_context = (ctx.ne(dictionary.pad()) & ctx.ne(dictionary.eos())).any(1) if ctx is not None \
                 else torch.zeros(tokens.size(0), dtype=torch.bool, device=tokens.device)
-            acc.add(tokens, context_share(out["ctx_gate"][0]), keep, has_context)
+            acc.add(tokens, context_share(gated.last_readout["gate"]), keep, has_context)
             n_sents += tokens.size(0)
             if limit and n_sents >= limit:
                 break

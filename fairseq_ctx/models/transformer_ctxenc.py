@@ -28,9 +28,15 @@ encoder's output ``ctx_out`` and mask ``ctx_padding_mask``, which the decoder
 never reads, are in ``encoder_out`` only when asked for
 (``return_context=True``, for analyses); beam search does not ask, so they are
 not copied at every beam step (``reorder_encoder_out`` reorders them when
-present, like every other entry).  The context itself costs about one more encoder
-pass, which bounds the training speed at roughly 0.75x a plain transformer
-of the same size (measured speeds: ``docs/benchmarks.md``).
+present, like every other entry).  The context itself costs about one more
+encoder pass, which bounds the training speed at roughly 0.75x a plain
+transformer of the same size (measured speeds: ``docs/benchmarks.md``).
+
+The gate g of the last layer is not in ``encoder_out``: the analyses read it
+from that layer by the readout convention of every architecture
+(:mod:`fairseq_ctx.modules.readout`): inside ``with reading(model):``,
+``encoder.layers[-1].last_readout["gate"]`` (T x B x C) is g of the last
+forward.
 
 The context comes from ``--task document_translation`` as ``ctx_tokens``
 (B x T_ctx) / ``ctx_lengths``.  Without it (e.g. ``--task translation``)
@@ -130,7 +136,6 @@ class TransformerCtxEncEncoder(TransformerEncoder):
         ctx_lengths: Optional[Tensor] = None,
         return_all_hiddens: bool = False,
         token_embeddings: Optional[Tensor] = None,
-        return_gate: bool = False,
         return_context: bool = False,
     ):
         """
@@ -138,15 +143,17 @@ class TransformerCtxEncEncoder(TransformerEncoder):
             src_tokens: B x T source tokens; src_lengths: B
             ctx_tokens: B x T_ctx context tokens (None: empty context);
                 ctx_lengths: B (unused, kept for the net_input interface)
-            return_gate: also return the gate g of the last layer (T x B x C)
-                as ``encoder_out["ctx_gate"]``
             return_context: also return the context encoder's output and mask
                 (not read by the decoder; left out by default so that beam
-                search does not reorder them at every step)
+                search does not reorder them at every step).  These are the
+                context encoder's *states*, part of the encoder's output like
+                ``encoder_states``, and reordered with it; the gate g of the
+                last layer is a value inside that layer, read out like every
+                other architecture's gates and attention weights
+                (:mod:`fairseq_ctx.modules.readout`), not returned here.
 
         Returns: upstream's encoder_out dict plus ``ctx_out`` (T_ctx x B x C)
-        and ``ctx_padding_mask`` (B x T_ctx), empty unless ``return_context``,
-        and ``ctx_gate``, empty unless ``return_gate``.
+        and ``ctx_padding_mask`` (B x T_ctx), empty unless ``return_context``.
         """
         if token_embeddings is not None:
             raise ValueError("transformer_ctxenc does not take precomputed token_embeddings")
@@ -204,8 +211,8 @@ class TransformerCtxEncEncoder(TransformerEncoder):
 
         src_mask = src_tokens.eq(self.padding_idx)
         ctx_mask = ctx_pad
-        x, gate = self.layers[-1](x_src, self._mask_or_none(src_tokens), ctx=x_ctx,
-                                  ctx_padding_mask=self._mask_or_none(ctx_tokens))
+        x = self.layers[-1](x_src, self._mask_or_none(src_tokens), ctx=x_ctx,
+                            ctx_padding_mask=self._mask_or_none(ctx_tokens))
         if return_all_hiddens:
             encoder_states.append(x)
         if self.layer_norm is not None:
@@ -221,7 +228,6 @@ class TransformerCtxEncEncoder(TransformerEncoder):
             "src_lengths": [src_tokens.ne(self.padding_idx).sum(dim=1, dtype=torch.int32).reshape(-1, 1)],
             "ctx_out": [x_ctx] if return_context else [],  # T_ctx x B x C
             "ctx_padding_mask": [ctx_mask] if return_context else [],  # B x T_ctx
-            "ctx_gate": [gate] if return_gate else [],  # T x B x C
         }
 
     def _context_top(self, x: Tensor, tokens: Tensor) -> Tensor:
@@ -267,11 +273,10 @@ class TransformerCtxEncEncoder(TransformerEncoder):
 
     @torch.jit.export
     def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
-        """Upstream reordering plus the context encoder's output, mask and gate."""
+        """Upstream reordering plus the context encoder's output and mask."""
         new = super().reorder_encoder_out(encoder_out, new_order)
         new["ctx_out"] = [t.index_select(1, new_order) for t in encoder_out.get("ctx_out", [])]
         new["ctx_padding_mask"] = [t.index_select(0, new_order) for t in encoder_out.get("ctx_padding_mask", [])]
-        new["ctx_gate"] = [t.index_select(1, new_order) for t in encoder_out.get("ctx_gate", [])]
         return new
 
 

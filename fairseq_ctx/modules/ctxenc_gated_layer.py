@@ -17,12 +17,14 @@ queries as the self-attention (the layer input, layer-normalised first in
 pre-norm models), i.e. both attentions run side by side on the layer input
 and their outputs share one residual connection and layer norm.  ``1 - g``
 is the share of each channel taken from the context; its mean over channels
-is what ``fairseq_ctx.analysis.ctxenc_context_attention`` reports per word.
+is what ``fairseq_ctx.analysis.ctxenc_context_attention`` reports per word,
+reading g as ``last_readout["gate"]`` (T x B x C) inside
+``with reading(model):`` (:mod:`fairseq_ctx.modules.readout`).
 
 Extra parameters over a standard encoder layer (d = 512): context attention
 4d^2 + 4d = 1,050,624 and gate 2d^2 + d = 524,800.
 """
-from typing import Optional, Tuple
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -31,11 +33,18 @@ from torch import Tensor
 from fairseq.modules import MultiheadAttention
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from fairseq_ctx.modules.feed_forward import feed_forward_sublayer
+from fairseq_ctx.modules.readout import Readout
 
 
-class CtxEncGatedEncoderLayer(TransformerEncoderLayerBase):
+class CtxEncGatedEncoderLayer(Readout, TransformerEncoderLayerBase):
     """``TransformerEncoderLayerBase`` plus a gated attention to the context
-    encoder's output (Voita et al. 2018, Eqs. for g_i and c_i)."""
+    encoder's output (Voita et al. 2018, Eqs. for g_i and c_i).
+
+    Readout (:mod:`fairseq_ctx.modules.readout`): the gate g, the share of
+    each channel taken from the source self-attention.
+    """
+
+    readout_shapes = {"gate": "T x B x C"}
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -58,7 +67,7 @@ class CtxEncGatedEncoderLayer(TransformerEncoderLayerBase):
         ctx: Optional[Tensor] = None,
         ctx_padding_mask: Optional[Tensor] = None,
         attn_mask: Optional[Tensor] = None,
-    ) -> Tuple[Tensor, Tensor]:
+    ) -> Tensor:
         """
         Args:
             x: source states, T x B x C
@@ -67,7 +76,7 @@ class CtxEncGatedEncoderLayer(TransformerEncoderLayerBase):
             ctx_padding_mask: B x T_ctx, True at padding (or None)
 
         Returns:
-            (output T x B x C, gate g T x B x C: share of the source side)
+            the output, T x B x C
         """
         if ctx is None:
             raise ValueError("CtxEncGatedEncoderLayer needs the context encoder output")
@@ -83,12 +92,14 @@ class CtxEncGatedEncoderLayer(TransformerEncoderLayerBase):
                                 need_weights=False, attn_mask=attn_mask)
         c_c, _ = self.ctx_attn(query=x, key=ctx, value=ctx, key_padding_mask=ctx_padding_mask,
                                need_weights=False)
-        g = torch.sigmoid(self.gate(torch.cat([c_s, c_c], dim=-1)))
+        g = torch.sigmoid(self.gate(torch.cat([c_s, c_c], dim=-1)))  # T x B x C
         x = c_c + g * (c_s - c_c)  # = g * c_s + (1 - g) * c_c
+        if self.keep_readout:
+            self.record_readout(gate=g)  # T x B x C
         x = self.dropout_module(x)
         x = self.residual_connection(x, residual)
         if not self.normalize_before:
             x = self.self_attn_layer_norm(x)
 
         x = feed_forward_sublayer(self, x)
-        return x, g
+        return x
