@@ -19,27 +19,38 @@ from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 from fairseq_ctx import hub
+from fairseq_ctx.architectures import BY_NAME
 from fairseq_ctx.errors import ConfigError, DataError
 from fairseq_ctx.translate import documents_of, main as translate_main
 from tests.utils import TINY_MODEL_FLAGS, USER_DIR, make_parallel_data, preprocess, run_cli
 
 torch.set_num_threads(1)
 
-DOC = ["--task", "document_translation"]
+DOC = ["--task", "document_translation"]  # the document task with no other flag (its defaults)
 GEN = ["--beam", "2", "--max-len-b", "6", "--cpu"]
 # valid split: documents a (3 sentences), b (1), c (4); sentence 5 is a copy of
 # sentence 2, so the same sentence appears with two different contexts
 VALID_DOCIDS = ["a", "a", "a", "b", "c", "c", "c", "c"]
 SAME = (2, 5)
 
-# name -> (arch, task flags, extra training flags)
+
+def _listed(name, extra=()):
+    """A variant of fairseq_ctx/architectures.py, with extra training flags."""
+    v = BY_NAME[name]
+    return v.arch, list(v.flags), list(v.task), list(extra)
+
+
+# name -> (arch, model flags, task flags, extra training flags)
 MODELS = {
-    "ctxenc": ("transformer_ctxenc", DOC, []),
-    "concat": ("transformer", DOC + ["--concat-context"], ["--share-all-embeddings"]),
-    "transformer_doc": ("transformer", DOC, []),
-    "ctxsan": ("transformer_ctxsan", [], []),
-    "dc": ("transformer_dc", [], []),
-    "gret": ("transformer_gret", [], []),
+    "ctxenc": _listed("ctxenc"),
+    "concat": _listed("concat", ["--share-all-embeddings"]),
+    # Not in the architecture list (no architecture of its own): the plain
+    # sentence-level Transformer trained and decoded under the document task,
+    # which must then give it no context.
+    "transformer_doc": ("transformer", [], DOC, []),
+    "ctxsan": _listed("ctxsan"),
+    "dc": _listed("dc"),
+    "gret": _listed("gret"),
 }
 USES_CONTEXT = {"ctxenc", "concat"}
 
@@ -75,8 +86,8 @@ def train_here(data_bin, save_dir, arch, task_flags=(), extra=()):
 def checkpoints(corpus, tmp_path_factory):
     _, bin_dir = corpus
     root = tmp_path_factory.mktemp("ckpts")
-    return {name: train_here(bin_dir, root / name, arch, task_flags, extra)
-            for name, (arch, task_flags, extra) in MODELS.items()}
+    return {name: train_here(bin_dir, root / name, arch, task_flags, [*flags, *extra])
+            for name, (arch, flags, task_flags, extra) in MODELS.items()}
 
 
 def generate_here(data_bin, ckpt, out_dir, task_flags=(), subset="valid"):
@@ -105,7 +116,7 @@ def load_hub(ckpt, bin_dir):
 @pytest.mark.parametrize("name", list(MODELS))
 def test_hub_matches_generate(corpus, checkpoints, tmp_path, name):
     raw, bin_dir = corpus
-    _, task_flags, _ = MODELS[name]
+    _, _, task_flags, _ = MODELS[name]
     ref = generate_here(bin_dir, checkpoints[name], tmp_path, task_flags)
     assert sorted(ref) == list(range(len(VALID_DOCIDS)))
     lines = (raw / "valid.src").read_text().splitlines()
