@@ -11,22 +11,19 @@ from types import SimpleNamespace
 
 import pytest
 
+from fairseq_ctx.architectures import BY_NAME, TINY_FLAGS
 from fairseq_ctx.tables import analyses
 from fairseq_ctx.tables.datasets import DATASETS
 from fairseq_ctx.tables.running import RowState
 
 from .utils import REPO, make_parallel_data, preprocess, train_in_process
 
-TINY = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
-        "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
-        "--encoder-attention-heads", "2", "--decoder-attention-heads", "2"]
-DOC_TASK = ["--task", "document_translation", "--context-size", "1", "--context-mode", "previous"]
-MODELS = {  # row label -> (arch, extra flags)
-    "ctxsan": ("transformer_ctxsan_tiny", ["--ctxsan-side", "both"]),
-    "dc": ("transformer_dc_tiny", []),
-    "gret": ("transformer_gret_tiny", []),
-    "ctxenc": ("transformer_ctxenc", TINY + DOC_TASK),
-    "transformer": ("transformer", TINY),
+MODELS = {  # row label -> variant of fairseq_ctx/architectures.py, trained at TINY_FLAGS
+    "ctxsan": "ctxsan_both",  # both sides: the gates hook reports encoder and decoder
+    "dc": "dc",
+    "gret": "gret",
+    "ctxenc": "ctxenc",
+    "transformer": "transformer",
 }
 
 
@@ -53,8 +50,9 @@ def run(tmp_path_factory):
         (pieces / f"{split}.docids").write_text((plain / f"{split}.docids").read_text())
     bin_dir = preprocess(pieces, root / "bin", src="es", tgt="en")
     states = {}
-    for label, (arch, flags) in MODELS.items():
-        _train(bin_dir, root / label, arch, flags)
+    for label, name in MODELS.items():
+        v = BY_NAME[name]
+        _train(bin_dir, root / label, v.arch, [*TINY_FLAGS, *v.flags, *v.task])
         states[label] = RowState(SimpleNamespace(label=label, model_of=None), DATASETS["bible"], DATASETS["bible"],
                                  bin_dir, model_dir=root / label)
     probing_dir = root / "probing"
