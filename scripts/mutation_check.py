@@ -116,7 +116,7 @@ M = "fairseq_ctx/modules/"
 MUTANTS: List[Mutant] = [
     # ---- the cases of issue 21 (1, 2, 5, 6, 7)
     Mutant("gret_routing_iters_ignored", "fairseq_ctx/models/transformer_gret.py",
-           "iterations=args.gret_routing_iters,", "iterations=1,", GRET,
+           "iterations=cfg.gret_routing_iters,", "iterations=1,", GRET,
            "issue case 1: routing built with 1 iteration whatever --gret-routing-iters says"),
     Mutant("gret_gru_wrong_layers", "fairseq_ctx/models/transformer_gret.py",
            'layer_states = list(out["encoder_states"][1:])', 'layer_states = list(out["encoder_states"][:-1])',

@@ -67,7 +67,8 @@ from torch import Tensor
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 from fairseq_ctx.modules.future_mask import BoolFutureMask
-from fairseq_ctx.models.presets import check_attention_dims, tiny_dims
+from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.presets import tiny_dims
 
 # batch source and context through the shared layers together when the
 # padded joint batch has at most this many times the real (padded) tokens
@@ -82,13 +83,8 @@ MIN_CHUNK_ROWS = 8
 def validate_ctxenc_args(args):
     """Raise :class:`~fairseq_ctx.errors.ConfigError` (a ValueError) naming the
     flag for values the model cannot build."""
-    if args.encoder_layers < 1:
-        raise ConfigError(f"--encoder-layers must be at least 1 for transformer_ctxenc, got {args.encoder_layers}")
-    if getattr(args, "encoder_layerdrop", 0) > 0:
-        raise ConfigError("--encoder-layerdrop is not supported by transformer_ctxenc "
-                          "(source and context must run through the same shared layers)")
-    if getattr(args, "encoder_layers_to_keep", None):
-        raise ConfigError("--encoder-layers-to-keep is not supported by transformer_ctxenc")
+    check_every_layer_runs(args, ["encoder"], "transformer_ctxenc",
+                           "source and context run through the same shared layers, and the last one is gated")
     check_attention_dims(args)
 
 
