@@ -42,6 +42,17 @@ baseline get the same batches.
 The same machinery serves explicit contexts (contrastive scoring, interactive
 translation): :meth:`DocumentContextDataset.from_explicit` takes per-sentence
 lists of context token tensors.
+
+Decoding a 2-to-2 model with its own previous translations as the target
+context (:class:`PreviousTranslations`): sentence ``i`` of a document can be
+translated only once sentences ``i-N .. i-1`` are, so the dataset is given a
+``rounds`` array (a sentence's position in its document) and batches round
+by round (round ``r`` holds the ``r``-th sentence of every document, sorted
+by length and cut by ``--max-tokens``/``--batch-size`` as usual); before a
+batch is decoded its rows' previous translations are glued into the forced
+decoder prefix ``t_1 <sep> ... t_k <sep>`` (:func:`target_prefix`, the
+training target's layout without the current sentence), and after it the best
+hypotheses are recorded for the next rounds.
 """
 from typing import List, Optional, Sequence
 
@@ -152,6 +163,114 @@ def concat_context_source(context: Sequence[torch.Tensor], source: torch.Tensor,
     return out
 
 
+def target_prefix(previous: Sequence[torch.Tensor], eos: int, sep: int,
+                  max_tokens: Optional[int] = None) -> torch.Tensor:
+    """The forced decoder prefix of a 2-to-2 model: ``t_1 <sep> ... t_k <sep>``
+    (each previous target sentence without its EOS, oldest first), i.e. the
+    glued training target (:func:`concat_context_source`) without the current
+    sentence; empty without previous sentences.  Longer than ``max_tokens``:
+    its oldest tokens are dropped (and a separator left first)."""
+    if len(previous) == 0 or (max_tokens is not None and max_tokens <= 0):
+        return torch.zeros(0, dtype=torch.long)
+    parts: List[torch.Tensor] = []
+    for sent in previous:
+        parts.append(_strip_eos(sent.long(), eos))
+        parts.append(torch.tensor([sep], dtype=torch.long))
+    out = torch.cat(parts)
+    if max_tokens is not None and len(out) > max_tokens:
+        out = _drop_leading_sep(out[len(out) - max_tokens:], sep, keep=0)
+    return out
+
+
+class PreviousTranslations:
+    """The target context of 2-to-2 decoding: the model's own translations.
+
+    ``pool`` holds target sentences (token tensors, EOS optional; ``None``:
+    not translated, e.g. skipped as too long, and then no context); row
+    ``i`` of ``index`` the pool positions of item ``i``'s target context,
+    oldest first, ``-1`` = none (the source context's index, so the same
+    sentences' translations); ``slots[i]`` the pool position that item
+    ``i``'s own translation fills (``-1``: kept nowhere; ``slots=None``:
+    nothing is recorded, the pool is fixed).
+
+    Length: the generator's output length limit (``max_len``: ``--max-len-a``
+    and ``-b``, and the model's target positions) bounds the whole decoder
+    output, forced prefix included, as in training; so that the current
+    sentence keeps room, item ``i``'s prefix keeps at most ``min(max_tokens,
+    max_len) - reserve[i]`` of its newest tokens (``max_tokens``: the model's
+    target limit; ``reserve``: room for the current sentence, its source
+    length).  This only cuts runaway translations: with fairseq's default
+    ``--max-len-b 200`` a normal previous sentence is kept whole.
+    """
+
+    def __init__(self, index: np.ndarray, pool: List[Optional[torch.Tensor]], sep: int, eos: int, pad: int,
+                 slots: Optional[np.ndarray] = None, max_tokens: Optional[int] = None,
+                 reserve: Optional[np.ndarray] = None):
+        self.index = np.asarray(index, dtype=np.int64)
+        self.pool = list(pool)
+        self.slots = None if slots is None else np.asarray(slots, dtype=np.int64)
+        self.sep, self.eos, self.pad = sep, eos, pad
+        self.max_tokens = max_tokens
+        self.reserve = None if reserve is None else np.asarray(reserve, dtype=np.int64)
+
+    def previous(self, i: int) -> List[torch.Tensor]:
+        """Item ``i``'s previous translations, oldest first (missing ones left out)."""
+        return [self.pool[j] for j in self.index[i] if j >= 0 and self.pool[j] is not None]
+
+    def prefix(self, i: int, max_len: Optional[int] = None) -> torch.Tensor:
+        """Item ``i``'s forced prefix (:func:`target_prefix` of its previous
+        translations), cut to the length limits (see the class docstring)."""
+        limits = [n for n in (self.max_tokens, max_len) if n is not None]
+        cap = min(limits) if limits else None
+        if cap is not None and self.reserve is not None:
+            cap = max(int(cap - self.reserve[i]), 0)
+        return target_prefix(self.previous(i), self.eos, self.sep, cap)
+
+    def prefix_tokens(self, ids: Sequence[int], device=None, max_len: Optional[int] = None) -> torch.Tensor:
+        """``B x P`` forced prefixes of items ``ids`` (a batch's rows),
+        right-padded (fairseq's generator forces a row's tokens up to its
+        first pad); ``P`` is 0 when no row has a previous translation.
+        ``max_len``: the generator's output length limit for the batch
+        (:func:`generator_max_len`)."""
+        rows = [self.prefix(int(i), max_len) for i in ids]
+        width = max((len(r) for r in rows), default=0)
+        out = torch.full((len(rows), width), self.pad, dtype=torch.long)
+        for k, r in enumerate(rows):
+            out[k, :len(r)] = r
+        return out if device is None else out.to(device)
+
+    def record(self, ids: Sequence[int], hypos) -> None:
+        """Keep the best hypothesis of each item (its ``tokens``, already cut
+        to the current sentence) as the translation later items see."""
+        if self.slots is None:
+            return
+        for i, beam in zip(ids, hypos):
+            slot = int(self.slots[int(i)])
+            if slot >= 0 and len(beam):
+                self.pool[slot] = beam[0]["tokens"].detach().cpu()
+
+
+def generator_max_len(generator, src_tokens: torch.Tensor) -> Optional[int]:
+    """The output length limit fairseq's ``SequenceGenerator`` sets for a
+    batch: ``min(max_len_a * T_src + max_len_b, model positions - 1)``
+    (``None`` for a generator without these attributes or with
+    ``--match-source-len``)."""
+    a, b, limit = (getattr(generator, k, None) for k in ("max_len_a", "max_len_b", "max_len"))
+    if a is None or b is None or getattr(generator, "match_source_len", False):
+        return None
+    max_len = int(a * src_tokens.size(1) + b)
+    return min(max_len, int(limit) - 1) if limit is not None else max_len
+
+
+def document_positions(docids: Sequence) -> np.ndarray:
+    """Position of every line in its document (0 for a document's first line)."""
+    seg = document_segments(docids)
+    if len(seg) == 0:
+        return seg
+    starts = np.flatnonzero(np.concatenate([[True], seg[1:] != seg[:-1]]))
+    return (np.arange(len(seg)) - np.repeat(starts, np.diff(np.append(starts, len(seg))))).astype(np.int64)
+
+
 def split_concatenated(src_tokens: torch.Tensor, pad: int, eos: int, sep: int,
                        left_pad: bool = True):
     """Inverse of :func:`concat_context_source` on a padded batch ``B x T``:
@@ -204,13 +323,22 @@ class DocumentContextDataset(FairseqDataset):
         target_sep: the separator's index in the target dictionary.
         max_target_tokens: cap on the concatenated target (the current
             sentence always survives).
+        rounds: optional int array, one per item: batch round by round, in
+            increasing order, never mixing two rounds in one batch (2-to-2
+            decoding: an item's position in its document).
+        translations: optional :class:`PreviousTranslations` that the
+            decoding loop uses for the forced prefixes of these items; the
+            collater then remembers its last batch (``last_batch``), which is
+            how ``inference_step`` finds the rows of a fairseq-interactive
+            batch (it keeps only ``src_tokens``/``src_lengths``).
     """
 
     def __init__(self, pair, context_index: np.ndarray, pool, pool_sizes: np.ndarray, sep: int,
                  input_mode: str = "separate", max_context_tokens: Optional[int] = None,
                  skip: Optional[np.ndarray] = None, target_pool=None, target_pool_sizes=None,
                  target_index: Optional[np.ndarray] = None, target_sep: Optional[int] = None,
-                 max_target_tokens: Optional[int] = None):
+                 max_target_tokens: Optional[int] = None, rounds: Optional[np.ndarray] = None,
+                 translations: Optional[PreviousTranslations] = None):
         if input_mode not in INPUT_MODES:
             raise ValueError(f"input_mode must be one of {INPUT_MODES}, got {input_mode!r}")
         context_index = np.asarray(context_index, dtype=np.int64)
@@ -239,6 +367,13 @@ class DocumentContextDataset(FairseqDataset):
         self.target_index = target_index
         self.target_sep = target_sep
         self.max_target_tokens = max_target_tokens
+        if rounds is not None:
+            rounds = np.asarray(rounds, dtype=np.int64)
+            if rounds.shape != (len(pair),):
+                raise ValueError(f"rounds must have shape ({len(pair)},), got {rounds.shape}")
+        self.rounds = rounds
+        self.translations = translations
+        self.last_batch = None
         self._compute_sizes()
 
     @staticmethod
@@ -331,6 +466,8 @@ class DocumentContextDataset(FairseqDataset):
 
     def collater(self, samples, pad_to_length=None):
         batch = self.pair.collater(samples, pad_to_length=pad_to_length)
+        if self.translations is not None:
+            self.last_batch = batch or None
         if not batch or self.input_mode != "separate":
             return batch
         # the pair collater sorts the batch by source length: follow its order
@@ -369,6 +506,18 @@ class DocumentContextDataset(FairseqDataset):
         if self.skip is not None:
             indices = indices[~self.skip[indices]]
         return indices
+
+    def batch_by_size(self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1):
+        """fairseq's batching; with ``rounds``, of each round separately, the
+        rounds in increasing order (length order kept within a round)."""
+        if self.rounds is None:
+            return super().batch_by_size(indices, max_tokens, max_sentences, required_batch_size_multiple)
+        indices = np.asarray(indices, dtype=np.int64)
+        batches = []
+        for r in np.unique(self.rounds[indices]):
+            batches.extend(super().batch_by_size(indices[self.rounds[indices] == r], max_tokens, max_sentences,
+                                                 required_batch_size_multiple))
+        return batches
 
     def filter_indices_by_size(self, indices, max_sizes):
         return data_utils.filter_paired_dataset_indices_by_size(
