@@ -44,6 +44,18 @@ Batches are sorted by source length and bounded by the configuration's
 ``max_tokens``/``batch_size`` (the checkpoint's unless overridden), as
 ``fairseq-generate`` batches; with source-side context every sentence's input
 is known up front, so sentences of all documents batch freely.
+
+Target context (a 2-to-2 model, trained with ``--concat-context
+--target-context``; Tiedemann and Scherrer 2017): :meth:`translate_document`
+/ :meth:`translate_documents` give each sentence its document's previous
+``--context-size`` *translations* as the forced decoder prefix
+(``t_prev <sep>``; the output keeps what follows the last separator).  A
+sentence's input is then known only once the sentences before it are
+translated, so documents are decoded in rounds: round ``i`` batches the
+``i``-th sentence of every document (sorted by length, cut by
+``max_tokens``/``batch_size``), after round ``i-1``.  :meth:`translate` takes
+the previous translations explicitly (``target_context=``); without them the
+model writes the previous sentence itself, as in ``fairseq-generate``.
 """
 import copy
 import logging
@@ -57,7 +69,13 @@ from fairseq.data import LanguagePairDataset
 from fairseq.hub_utils import GeneratorHubInterface
 from omegaconf import open_dict
 
-from fairseq_ctx.data.document_context_dataset import DocumentContextDataset, compute_context_index
+from fairseq_ctx.data.document_context_dataset import (
+    DocumentContextDataset,
+    PreviousTranslations,
+    compute_context_index,
+    document_positions,
+    generator_max_len,
+)
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.tasks.document_translation import DocumentTranslationTask, accepts_context
 
@@ -135,13 +153,22 @@ class DocumentHubInterface(GeneratorHubInterface):
         return compute_context_index(docids, cfg.context_size, cfg.context_mode, seed=cfg.context_seed,
                                      shuffle=cfg.shuffle_context)
 
+    @property
+    def target_context(self) -> bool:
+        """True for a 2-to-2 model (``--concat-context --target-context``):
+        its previous translations are its target context, a forced prefix."""
+        return self.document_task and self.task.glues_target_context
+
     def context_dataset(self, sources: Sequence[torch.Tensor], context_index: Optional[np.ndarray] = None,
-                        pool: Optional[Sequence[torch.Tensor]] = None):
+                        pool: Optional[Sequence[torch.Tensor]] = None, rounds: Optional[np.ndarray] = None,
+                        translations: Optional[PreviousTranslations] = None):
         """A dataset of ``sources`` (token tensors with EOS) whose item ``i``
         has the context sentences ``pool[j]`` for ``j`` in
         ``context_index[i]`` (``-1`` skipped); no context when
-        ``context_index`` is None.  Built fresh on every call: nothing is
-        remembered."""
+        ``context_index`` is None.  ``rounds``/``translations``: batch round
+        by round, decoding with previous translations as the forced prefix
+        (see :meth:`document_dataset`).  Built fresh on every call: nothing
+        is remembered."""
         sources = list(sources)
         lengths = np.array([len(t) for t in sources], dtype=np.int64)
         if not self.document_task:
@@ -155,7 +182,35 @@ class DocumentHubInterface(GeneratorHubInterface):
         pool = list(pool)
         pool_sizes = np.array([len(t) for t in pool], dtype=np.int64)
         return DocumentContextDataset(pair, context_index, pool, pool_sizes, self.task.sep,
-                                      input_mode=self.context_input, max_context_tokens=cfg.max_source_positions)
+                                      input_mode=self.context_input, max_context_tokens=cfg.max_source_positions,
+                                      rounds=rounds, translations=translations)
+
+    def _previous_translations(self, index: np.ndarray, pool, sources, slots=None) -> PreviousTranslations:
+        limit = self.max_positions[1] if isinstance(self.max_positions, tuple) else None
+        return PreviousTranslations(index, pool, self.task.tgt_sep, self.tgt_dict.eos(), self.tgt_dict.pad(),
+                                    slots=slots, max_tokens=limit,
+                                    reserve=np.array([len(t) for t in sources], dtype=np.int64))
+
+    def document_dataset(self, sources: Sequence[torch.Tensor], docids: Sequence):
+        """The dataset of sentences ``sources`` of the documents ``docids``
+        (one id per sentence; a document is a run of equal ids), each with
+        the context the task gives it.  For a 2-to-2 model
+        (:attr:`target_context`) it batches round by round (round ``i``: the
+        ``i``-th sentence of every document) and carries the documents'
+        :class:`PreviousTranslations`, which :meth:`iterate` fills and forces
+        as the decoder's prefix; otherwise all sentences batch freely."""
+        sources = list(sources)
+        index = self.context_index(docids)
+        if not self.target_context:
+            return self.context_dataset(sources, index, sources)
+        cfg = self.task.cfg
+        if cfg.context_mode != "previous" or cfg.shuffle_context:
+            raise ConfigError("a --target-context model is decoded with its previous translations: it needs "
+                              "--context-mode previous without --shuffle-context")
+        translations = self._previous_translations(index, [None] * len(sources), sources,
+                                                   slots=np.arange(len(sources)))
+        return self.context_dataset(sources, index, sources, rounds=document_positions(docids),
+                                    translations=translations)
 
     @staticmethod
     def _explicit_index(contexts: Sequence[Sequence[torch.Tensor]]) -> Tuple[np.ndarray, List[torch.Tensor]]:
@@ -186,32 +241,60 @@ class DocumentHubInterface(GeneratorHubInterface):
                 ) -> Iterator[Tuple[List[int], List[List[Dict[str, torch.Tensor]]], dict]]:
         """Translate ``dataset`` batch by batch (length-sorted, batch-size
         multiple 1 so no sentence is dropped); yields ``(ids, hypotheses,
-        batch)`` per batch, ids being positions in the dataset."""
+        batch)`` per batch, ids being positions in the dataset.  A dataset
+        with :class:`PreviousTranslations` (``dataset.translations``) is
+        decoded with each row's previous translations as the forced prefix,
+        and each batch's best hypotheses are recorded for the batches after
+        it."""
+        translations = getattr(dataset, "translations", None)
         itr = self.task.get_batch_iterator(
             dataset=dataset, max_tokens=self.cfg.dataset.max_tokens, max_sentences=self.cfg.dataset.batch_size,
             max_positions=self.max_positions, ignore_invalid_inputs=skip_invalid_size_inputs,
             required_batch_size_multiple=1, disable_iterator_cache=True).next_epoch_itr(shuffle=False)
         for batch in itr:
             batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
-            hypos = self.task.inference_step(generator, self.models, batch, **(inference_step_args or {}))
-            yield batch["id"].tolist(), hypos, batch
+            ids = batch["id"].tolist()
+            step_args = dict(inference_step_args or {})
+            if translations is not None:
+                step_args["prefix_tokens"] = translations.prefix_tokens(
+                    ids, device=self.device, max_len=generator_max_len(generator, batch["net_input"]["src_tokens"]))
+            hypos = self.task.inference_step(generator, self.models, batch, **step_args)
+            if translations is not None:
+                translations.record(ids, hypos)
+            yield ids, hypos, batch
 
     def generate(self, tokenized_sentences, beam: Optional[int] = None, verbose: bool = False,
                  skip_invalid_size_inputs: bool = False, inference_step_args=None,
                  prefix_allowed_tokens_fn=None, *, contexts: Optional[Sequence[Sequence[torch.Tensor]]] = None,
-                 docids: Optional[Sequence] = None, **kwargs) -> List[List[Dict[str, torch.Tensor]]]:
+                 docids: Optional[Sequence] = None,
+                 target_contexts: Optional[Sequence[Sequence[torch.Tensor]]] = None,
+                 **kwargs) -> List[List[Dict[str, torch.Tensor]]]:
         """Hypotheses of each tokenized sentence, in input order (fairseq's
         ``generate``), with ``contexts`` (per sentence, a list of context token
         tensors, oldest first) or ``docids`` (one document id per sentence:
         the task's context within each document) or neither (no context).
-        A sentence skipped by ``skip_invalid_size_inputs`` gets ``[]``."""
+        ``target_contexts`` (2-to-2 models only, with ``contexts`` or none):
+        per sentence, the previous target sentences forced as the decoder's
+        prefix; with ``docids`` a 2-to-2 model's own previous translations
+        are (see :meth:`document_dataset`).  A sentence skipped by
+        ``skip_invalid_size_inputs`` gets ``[]``."""
         if torch.is_tensor(tokenized_sentences) and tokenized_sentences.dim() == 1:
             ctx = None if contexts is None else [contexts]
+            tctx = None if target_contexts is None else [target_contexts]
             return self.generate(tokenized_sentences.unsqueeze(0), beam, verbose, skip_invalid_size_inputs,
-                                 inference_step_args, prefix_allowed_tokens_fn, contexts=ctx, **kwargs)[0]
+                                 inference_step_args, prefix_allowed_tokens_fn, contexts=ctx,
+                                 target_contexts=tctx, **kwargs)[0]
         sources = list(tokenized_sentences)
         if contexts is not None and docids is not None:
             raise ValueError("give contexts or docids, not both")
+        if target_contexts is not None:
+            if docids is not None:
+                raise ValueError("give target_contexts or docids, not both (with docids the previous "
+                                 "translations are the target context)")
+            if not self.target_context:
+                raise ConfigError("target contexts need a model trained with --concat-context --target-context")
+            if len(target_contexts) != len(sources):
+                raise ValueError(f"{len(target_contexts)} target contexts for {len(sources)} sentences")
         index, pool = None, None
         if contexts is not None:
             if len(contexts) != len(sources):
@@ -223,12 +306,18 @@ class DocumentHubInterface(GeneratorHubInterface):
         elif docids is not None:
             if len(docids) != len(sources):
                 raise ValueError(f"{len(docids)} document ids for {len(sources)} sentences")
-            index, pool = self.context_index(docids), sources
         outputs: List[List[Dict[str, torch.Tensor]]] = [[] for _ in sources]
         if not sources:
             return outputs
         generator = self.build_generator(prefix_allowed_tokens_fn, beam=beam, **kwargs)
-        dataset = self.context_dataset(sources, index, pool)
+        if docids is not None:
+            dataset = self.document_dataset(sources, docids)
+        else:
+            translations = None
+            if target_contexts is not None:
+                t_index, t_pool = self._explicit_index(target_contexts)
+                translations = self._previous_translations(t_index, t_pool, sources)
+            dataset = self.context_dataset(sources, index, pool, translations=translations)
         for ids, hypos, _ in self.iterate(dataset, generator, skip_invalid_size_inputs, inference_step_args):
             for i, h in zip(ids, hypos):
                 outputs[i] = h
@@ -259,32 +348,49 @@ class DocumentHubInterface(GeneratorHubInterface):
             out.append([s for s in items if not _is_empty(s)])
         return out
 
-    def sample(self, sentences, beam: Optional[int] = None, verbose: bool = False, *, context=None, **kwargs):
+    def sample(self, sentences, beam: Optional[int] = None, verbose: bool = False, *, context=None,
+               target_context=None, **kwargs):
         if isinstance(sentences, str):
             return self.sample([sentences], beam, verbose, context=None if context is None else [context],
+                               target_context=None if target_context is None else [target_context],
                                **kwargs)[0]
         sentences = list(sentences)
         contexts = self._normalize_contexts(context, len(sentences))
         keep = [i for i, s in enumerate(sentences) if not _is_empty(s)]
+        tctx = None
+        if target_context is not None:
+            t_contexts = self._normalize_contexts(target_context, len(sentences))
+            tctx = [[self._encode_target(t) for t in t_contexts[i]] for i in keep]
         hypos = self.generate([self.encode(sentences[i]) for i in keep], beam, verbose,
-                              contexts=[[self.encode(c) for c in contexts[i]] for i in keep], **kwargs)
+                              contexts=[[self.encode(c) for c in contexts[i]] for i in keep],
+                              target_contexts=tctx, **kwargs)
         return self._fill(len(sentences), keep, hypos)
 
-    def translate(self, sentences, beam: Optional[int] = None, verbose: bool = False, *, context=None, **kwargs):
+    def _encode_target(self, sentence: str) -> torch.LongTensor:
+        """A target-language sentence to target token ids (tokenizer, BPE,
+        target dictionary), as ``encode`` does for the source."""
+        return self.tgt_dict.encode_line(self.apply_bpe(self.tokenize(sentence)), add_if_not_exist=False).long()
+
+    def translate(self, sentences, beam: Optional[int] = None, verbose: bool = False, *, context=None,
+                  target_context=None, **kwargs):
         """Translate ``sentences`` (a list, or one string), each with its own
         ``context``: None (no context), or a list with one entry per sentence,
         each None, one source sentence, or a list of source sentences oldest
         first (given as they are: the caller chooses how many).  Returns one
         string per sentence, ``""`` for an empty one.  ``beam`` and the other
         generation keywords default to the configuration's (fairseq's hub
-        uses beam 5 whatever the configuration says)."""
-        return self.sample(sentences, beam, verbose, context=context, **kwargs)
+        uses beam 5 whatever the configuration says).  ``target_context``
+        (2-to-2 models only), the same shape as ``context``: previous
+        translations (target-language text) forced as the decoder's prefix."""
+        return self.sample(sentences, beam, verbose, context=context, target_context=target_context, **kwargs)
 
     def translate_documents(self, documents: Sequence[Sequence[str]], beam: Optional[int] = None,
                             verbose: bool = False, **kwargs) -> List[List[str]]:
         """Translate each document (a list of sentences in order) with the
-        context the task gives its sentences; all documents batch together.
-        Returns one list of translations per document, aligned with it."""
+        context the task gives its sentences; all documents batch together
+        (a 2-to-2 model's round by round, its previous translations as target
+        context: see the module docstring).  Returns one list of translations
+        per document, aligned with it."""
         if isinstance(documents, str) or any(isinstance(d, str) for d in documents):
             raise TypeError("documents must be a list of documents, each a list of sentences")
         flat = [(d, s) for d, doc in enumerate(documents) for s in doc]

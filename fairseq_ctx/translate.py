@@ -22,6 +22,18 @@ Source context is known up front, so all sentences batch together, sorted by
 length (``--max-tokens``, ``--batch-size``; fairseq-generate's default of
 12000 tokens when neither is given).
 
+A 2-to-2 model (trained with ``--concat-context --target-context``,
+Tiedemann and Scherrer 2017) also takes the previous ``--context-size``
+*target* sentences of the document: here its own previous translations,
+forced as the decoder's prefix (``t_prev <sep>``), and each output line keeps
+only what follows the last separator.  Sentence ``i`` of a document can be
+decoded only once sentence ``i-1`` is, so the documents are translated in
+rounds: round ``i`` batches the ``i``-th sentence of every document (sorted by
+length, cut by ``--max-tokens``/``--batch-size``), after round ``i-1``; this is
+slower than free batching (more, smaller batches, and the prefix is decoded
+again).  ``--max-len-a``/``--max-len-b`` bound the whole decoder output,
+prefix included, as in training and ``fairseq-generate``.
+
 Flags are fairseq-interactive's (``--beam``, ``--lenpen``, ``--max-len-b``,
 ``--tokenizer``, ``--bpe`` and their options, ``--post-process``, ``--cpu``,
 ``--fp16``, ``--task`` and its flags, ...).  Defaults come from the
@@ -293,8 +305,9 @@ def main(argv: Optional[Sequence[str]] = None):
                        f"untranslated (empty output), first: {', '.join(str(keep[k] + 1) for k in too_long[:10])}")
 
     generator = translator.build_generator()
-    index = translator.context_index(doc)
-    dataset = translator.context_dataset(sources, index, sources)
+    # all sentences batch freely, or, for a 2-to-2 model, round by round with the
+    # previous translations as the forced prefix (DocumentHubInterface.document_dataset)
+    dataset = translator.document_dataset(sources, doc)
     outputs = [""] * len(lines)
     start = time.perf_counter()
     with tqdm(total=len(sources), desc=PROG, unit="sent", file=sys.stderr,
@@ -318,7 +331,8 @@ def main(argv: Optional[Sequence[str]] = None):
     rate = len(sources) / elapsed if elapsed > 0 else float("inf")
     print(f"{PROG}: {len(sources)} sentences in {n_docs} documents ({len(lines) - len(keep)} empty lines) "
           f"translated in {elapsed:.1f} s, {rate:.1f} sentences/s; context: {translator.context_input}"
-          f"{f' x{translator.context_size}' if translator.context_size else ''}", file=sys.stderr)
+          f"{f' x{translator.context_size}' if translator.context_size else ''}"
+          f"{', target: previous translations' if translator.target_context else ''}", file=sys.stderr)
     return outputs
 
 
