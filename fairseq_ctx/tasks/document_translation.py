@@ -46,7 +46,10 @@ How the model gets it:
   itself there (as Tiedemann and Scherrer decode); a scorer that has the
   previous translations forces them as the decoder's prefix instead
   (``build_context_dataset(..., target_contexts=...)``, used by
-  ``fairseq_ctx.contrastive``);
+  ``fairseq_ctx.contrastive``), and ``fairseq-ctx-translate``,
+  ``fairseq_ctx.hub`` and ``fairseq-interactive`` force the model's own
+  previous translations (``PreviousTranslations`` in
+  ``fairseq_ctx.data.document_context_dataset``), decoding round by round;
 * any other architecture translates sentence by sentence (the context keys
   are dropped before the model sees the batch), so a baseline runs with the
   same data and flags.
@@ -79,7 +82,13 @@ fairseq-interactive keeps only ``src_tokens``/``src_lengths`` of a batch, the
 context travels glued to the source (``S-`` lines show ``context <sep>
 source``) and ``inference_step`` splits it off again for context-aware
 models; a literal separator or ``</s>`` typed in an input line is read as
-``<unk>``.
+``<unk>``.  With ``--target-context`` the target context is the
+translations of those lines: the buffer's dataset batches its lines round by
+round (a line's position in its document), ``inference_step`` forces each
+row's previous translations as the decoder's prefix and records the best
+hypotheses (the rows of a fairseq-interactive batch, which carries no ids,
+are those of the batch the dataset collated last), and the translations of
+the remembered lines carry over to the next buffer.
 
 For scorers (contrastive evaluation): :meth:`DocumentTranslationTask.build_context_dataset`
 builds batches from explicit (context sentences, source, target) token lists,
@@ -102,7 +111,10 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_ctx.data.document_context_dataset import (
     DocumentContextDataset,
+    PreviousTranslations,
     compute_context_index,
+    document_positions,
+    generator_max_len,
     split_concatenated,
 )
 from fairseq_ctx.errors import ConfigError, DataError, MissingFileError
@@ -182,6 +194,10 @@ class DocumentTranslationTask(TranslationTask):
         # set by build_model; None until a model is known
         self.model_accepts_context: Optional[bool] = None
         self._history: List[torch.Tensor] = []
+        # --target-context, interactive: the previous buffer's PreviousTranslations
+        # and the pool positions of self._history in it (their translations)
+        self._target_tail: Optional[tuple] = None
+        self._inference_dataset: Optional[DocumentContextDataset] = None
         self._packed_inference = False
 
     @classmethod
@@ -366,28 +382,55 @@ class DocumentTranslationTask(TranslationTask):
             body[(body == eos) | (body == self.sep)] = unk  # keep the glued layout unambiguous
             lines.append(t)
         empty = np.array([len(t) <= 1 for t in lines], dtype=bool)
+        n_history = len(self._history)
         pool = list(self._history) + lines
-        docids, doc = [0] * len(self._history), 0
+        docids, doc = [0] * n_history, 0
         for is_empty in empty:
             # an empty line is a document of its own and starts a new one
             doc += int(is_empty)
             docids.append(doc)
             doc += int(is_empty)
-        index = compute_context_index(docids, self.cfg.context_size, "previous")[len(self._history):]
+        index = compute_context_index(docids, self.cfg.context_size, "previous")[n_history:]
         last_doc = docids[-1] if not empty[-1] else None
-        tail = [t for t, d in zip(pool, docids) if d == last_doc]
-        self._history = tail[-self.cfg.context_size:] if self.cfg.context_size else []
+        tail = [j for j, d in enumerate(docids) if d == last_doc]
+        tail = tail[-self.cfg.context_size:] if self.cfg.context_size else []
+        translations = rounds = None
+        if self.glues_target_context:
+            # the target context is the translations of the context lines: of the
+            # remembered lines (decoded with the previous buffer, which is done by
+            # now) and of this buffer's earlier lines (filled in as they are
+            # decoded, round by round: see inference_step)
+            tgt = self.target_dictionary
+            translations = PreviousTranslations(
+                index, self._remembered_translations() + [None] * len(lines), self.tgt_sep, tgt.eos(), tgt.pad(),
+                slots=n_history + np.arange(len(lines)), max_tokens=self.cfg.max_target_positions,
+                reserve=np.array([len(t) for t in lines], dtype=np.int64))
+            rounds = document_positions(docids[n_history:])
+            self._target_tail = (translations, tail)
+        self._history = [pool[j] for j in tail]
         pair = LanguagePairDataset(lines, src_lengths, self.source_dictionary,
                                    tgt_dict=self.target_dictionary, constraints=constraints)
         self._packed_inference = bool(self.model_accepts_context) and not self.cfg.concat_context
         mode = "concat" if (self.cfg.concat_context or self._packed_inference) else "none"
-        return DocumentContextDataset(
+        dataset = DocumentContextDataset(
             pair, index, pool, np.array([len(t) for t in pool], dtype=np.int64), self.sep,
-            input_mode=mode, max_context_tokens=self.cfg.max_source_positions, skip=empty)
+            input_mode=mode, max_context_tokens=self.cfg.max_source_positions, skip=empty,
+            rounds=rounds, translations=translations)
+        self._inference_dataset = dataset if translations is not None else None
+        return dataset
+
+    def _remembered_translations(self) -> List[Optional[torch.Tensor]]:
+        """Translations of the remembered lines (``self._history``), from the
+        previous buffer's :class:`PreviousTranslations`."""
+        if self._target_tail is None:
+            return [None] * len(self._history)
+        translations, positions = self._target_tail
+        return [translations.pool[j] for j in positions]
 
     def reset_document(self):
         """Forget the interactive document history (as an empty input line does)."""
         self._history = []
+        self._target_tail = None
 
     # --------------------------------------------------------------- model
     def build_model(self, cfg, from_checkpoint=False):
@@ -414,6 +457,11 @@ class DocumentTranslationTask(TranslationTask):
         limit = max_positions[0] if isinstance(max_positions, tuple) else max_positions
         if isinstance(dataset, DocumentContextDataset) and limit is not None:
             _cap_context(dataset, int(limit))
+        translations = getattr(dataset, "translations", None)
+        if translations is not None and isinstance(max_positions, tuple) and max_positions[1] is not None:
+            # the forced prefix of previous translations fits the models' target limit
+            cap = int(max_positions[1])
+            translations.max_tokens = cap if translations.max_tokens is None else min(translations.max_tokens, cap)
         indices, ignored = dataset.filter_indices_by_size(indices, max_positions)
         if len(ignored) == 0:
             return indices
@@ -463,11 +511,45 @@ class DocumentTranslationTask(TranslationTask):
         return super().valid_step(self.model_input([model], sample), model, criterion)
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        """fairseq's, with the context keys the models take; 2-to-2 outputs
+        keep their last sentence.  A batch of a dataset of
+        :meth:`build_dataset_for_inference` with ``--target-context``
+        (fairseq-interactive, fairseq's hub) is decoded with its rows'
+        previous translations as the forced prefix, and its best hypotheses
+        become the target context of the following lines."""
+        translations, ids = (None, None) if prefix_tokens is not None else self._interactive_rows(sample)
+        if translations is not None:
+            src = sample["net_input"]["src_tokens"]
+            prefix_tokens = translations.prefix_tokens(ids, device=src.device,
+                                                       max_len=generator_max_len(generator, src))
         hypos = super().inference_step(generator, models, self.model_input(models, sample),
                                        prefix_tokens=prefix_tokens, constraints=constraints)
         if self.glues_target_context:
             self._keep_last_sentence(sample, hypos)
+        if translations is not None:
+            translations.record(ids, hypos)
         return hypos
+
+    def _interactive_rows(self, sample):
+        """(PreviousTranslations, dataset ids of the rows) of an interactive
+        2-to-2 batch, else (None, None).  fairseq-interactive hands
+        ``inference_step`` only ``src_tokens``/``src_lengths``, so the rows are
+        those of the batch the inference dataset collated last (fairseq
+        collates each batch just before decoding it); a batch that is not it
+        (``src_tokens`` differ) stops rather than decode with another
+        sentence's context."""
+        dataset = self._inference_dataset
+        batch = None if dataset is None else dataset.last_batch
+        if batch is None:
+            return None, None
+        dataset.last_batch = None
+        src = sample["net_input"]["src_tokens"]
+        if src.shape != batch["net_input"]["src_tokens"].shape or \
+                not torch.equal(src.cpu(), batch["net_input"]["src_tokens"]):
+            raise ConfigError("--target-context: the batch to decode is not the one the task built last, so its "
+                              "lines' previous translations are unknown; translate documents with "
+                              "fairseq-ctx-translate (fairseq_ctx.translate) instead")
+        return dataset.translations, batch["id"].tolist()
 
     def _keep_last_sentence(self, sample, hypos):
         """2-to-2 outputs: every hypothesis keeps what follows its last
