@@ -188,7 +188,7 @@ def test_shared_pass_strategies_agree(monkeypatch, path):
     monkeypatch.setattr(ctxenc_mod, "CONTEXT_MIN_FILL", 1.01 if path == "chunked" else 0.0)
     monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 100.0 if path == "joint" else 0.0)
     if path == "chunked":
-        assert len(ctxenc_mod.TransformerCtxEncEncoder._context_chunks(ctx[:, 2:].eq(1))) == 4
+        assert len(ctxenc_mod.CtxEncEncoder._context_chunks(ctx[:, 2:].eq(1))) == 4
     out, grad = run()
     mask = out["ctx_padding_mask"][0]
     assert mask.shape == (6, 9)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fairseq_ctx  # noqa: F401  (registers the architectures)
-from fairseq_ctx.modules.context_aware_attention import ContextAwareSelfAttention, ContextHistory
+from fairseq_ctx.modules.ctxsan_attention import ContextAwareSelfAttention, ContextHistory
 from fairseq_ctx.modules.readout import reading
 from tests.utils import build_model, n_params, run_cli, toy_dictionary
 
@@ -260,7 +260,7 @@ def test_layers_without_context_equal_fairseqs_own(normalize_before):
     from fairseq.models.transformer import TransformerConfig
     from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
-    from fairseq_ctx.modules.context_aware_attention import HistorySlot
+    from fairseq_ctx.modules.ctxsan_attention import HistorySlot
     from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLayer
 
     torch.manual_seed(0)

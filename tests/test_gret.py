@@ -12,9 +12,9 @@ import fairseq_ctx  # noqa: F401  (registers the architectures)
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
 from fairseq_ctx.models.transformer_gret import checkpoint_will_be_restored, warm_start_from_checkpoint
-from fairseq_ctx.modules.attentive_pooling import AttentivePooling
-from fairseq_ctx.modules.capsule_routing import CapsuleRouting, squash
-from fairseq_ctx.modules.context_gate import ContextGate
+from fairseq_ctx.modules.gret_attentive_pooling import AttentivePooling
+from fairseq_ctx.modules.gret_capsule_routing import CapsuleRouting, squash
+from fairseq_ctx.modules.gret_context_gate import ContextGate
 from fairseq_ctx.modules.gret_global import GlobalRepresentation
 from tests.utils import build_model as build_arch
 from tests.utils import generate_in_process, n_params, toy_dictionary, train

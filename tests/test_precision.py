@@ -123,7 +123,7 @@ def test_ctxsan_prefix_means_half_precision_long_prefix():
     bfloat16 integers stop being exact). Inputs have a non-zero mean per
     channel, as trained layer inputs do, which is what made half-precision
     running sums drift."""
-    from fairseq_ctx.modules.context_aware_attention import ContextHistory
+    from fairseq_ctx.modules.ctxsan_attention import ContextHistory
 
     torch.manual_seed(0)
     x = torch.randn(600, 2, 64) + 2 * torch.randn(64)  # T x B x C
@@ -158,8 +158,8 @@ def test_capsule_routing_half_precision_base_dims_long_sentences(softmax_over, m
     now runs in float32 after the projection; the capsules and gradients must
     be finite and match float32 in float16 and bfloat16, at 250 tokens beside
     a left-padded 50-token row."""
-    from fairseq_ctx.modules import capsule_routing
-    from fairseq_ctx.modules.capsule_routing import CapsuleRouting, squash
+    from fairseq_ctx.modules import gret_capsule_routing
+    from fairseq_ctx.modules.gret_capsule_routing import CapsuleRouting, squash
 
     # the issue's reproduction: a vector of norm 12 * sqrt(512) = 272
     v = squash(torch.full((512,), 12.0, dtype=torch.float16))
@@ -181,7 +181,7 @@ def test_capsule_routing_half_precision_base_dims_long_sentences(softmax_over, m
         norms.append(t.float().norm(dim=dim).max().item())
         return squash(t, dim, eps)
 
-    monkeypatch.setattr(capsule_routing, "squash", recording_squash)
+    monkeypatch.setattr(gret_capsule_routing, "squash", recording_squash)
     ref = routing(states, mask)
     if softmax_over == "capsules":
         assert max(norms) > 256, norms  # the magnitude that overflowed

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS
-from fairseq_ctx.modules.context_aware_attention import ContextAwareSelfAttention
+from fairseq_ctx.modules.ctxsan_attention import ContextAwareSelfAttention
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.readout import Readout, reading, readout_modules

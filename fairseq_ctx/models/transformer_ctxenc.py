@@ -55,7 +55,7 @@ from typing import Dict, List, Optional
 
 import torch
 from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerEncoder, TransformerModel
+from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerEncoderBase, TransformerModel
 from fairseq.models.transformer.transformer_legacy import (
     base_architecture,
     transformer_iwslt_de_en,
@@ -64,7 +64,6 @@ from fairseq.models.transformer.transformer_legacy import (
 from fairseq.modules import LayerNorm
 from torch import Tensor
 
-from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
@@ -88,18 +87,25 @@ def validate_ctxenc_args(args):
     check_attention_dims(args)
 
 
-class TransformerCtxEncEncoder(TransformerEncoder):
+class CtxEncEncoder(TransformerEncoderBase):
     """Source encoder + context encoder with shared lower layers (see module
     docstring).  ``self.layers[-1]`` is the gated source layer,
     ``self.ctx_layer`` the context encoder's own last layer."""
 
-    def __init__(self, args, dictionary, embed_tokens, return_fc=False):
-        super().__init__(args, dictionary, embed_tokens, return_fc=return_fc)
-        cfg = TransformerConfig.from_namespace(args)
-        self.layers[-1] = CtxEncGatedEncoderLayer(cfg)
-        self.ctx_layer = self.build_encoder_layer(args)
+    def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
+        self._layers_built = 0
+        super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
+        self.ctx_layer = super().build_encoder_layer(cfg)
         self.ctx_layer_norm = LayerNorm(embed_tokens.embedding_dim) if cfg.encoder.normalize_before else None
         self.eos = dictionary.eos()
+
+    def build_encoder_layer(self, cfg):
+        # called once per layer, in order, from TransformerEncoderBase.__init__:
+        # the source encoder's last layer is the gated one (context attention and gate)
+        self._layers_built += 1
+        if self._layers_built == cfg.encoder.layers:
+            return CtxEncGatedEncoderLayer(cfg)
+        return super().build_encoder_layer(cfg)
 
     def _embed(self, tokens: Tensor):
         """Embedded tokens with padding zeroed, T x B x C, and the padding
@@ -276,7 +282,7 @@ class TransformerCtxEncEncoder(TransformerEncoder):
         return new
 
 
-class TransformerCtxEncDecoder(BoolFutureMask, TransformerDecoderBase):
+class CtxEncDecoder(BoolFutureMask, TransformerDecoderBase):
     """fairseq's Transformer decoder (the paper's decoder is unchanged) with a
     boolean future mask (:mod:`fairseq_ctx.modules.future_mask`); same
     parameters, so checkpoints are unaffected."""
@@ -297,13 +303,13 @@ class TransformerCtxEncModel(TransformerModel):
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
-        return TransformerCtxEncEncoder(args, src_dict, embed_tokens)
+        return CtxEncEncoder(TransformerConfig.from_namespace(args), src_dict, embed_tokens)
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
         # what TransformerModel.build_decoder builds, with the mixin
         cfg = TransformerConfig.from_namespace(args)
-        return TransformerCtxEncDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
+        return CtxEncDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
     def forward(
         self,

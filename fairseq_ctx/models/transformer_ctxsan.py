@@ -6,7 +6,7 @@ projections and a projection of a context vector (Eq. 5-7): the global context
 (the mean of the layer input, Eq. 8), the deep context (the inputs of the
 layers below, Eq. 9), the deep-global context (the means of the inputs of this
 and the lower layers, Eq. 10), or deep-global + deep summed after projection.
-See :mod:`fairseq_ctx.modules.context_aware_attention` for the equations and
+See :mod:`fairseq_ctx.modules.ctxsan_attention` for the equations and
 the choices made where the paper is ambiguous.
 
 Flags (every row of Table 1 and Table 3)::
@@ -46,7 +46,7 @@ from fairseq.models.transformer.transformer_legacy import (
 from torch import Tensor
 
 from fairseq_ctx.errors import ConfigError
-from fairseq_ctx.modules.context_aware_attention import (
+from fairseq_ctx.modules.ctxsan_attention import (
     CONTEXT_TYPES,
     CONTEXTUALIZE,
     ContextHistory,

@@ -116,7 +116,7 @@ def _wrap_layer(layer, cfg):
     return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
 
 
-class DualContextualEncoder(TransformerEncoderBase):
+class DCEncoder(TransformerEncoderBase):
     """Transformer encoder whose layers listed in ``cfg.dc_encoder_layers``
     use the DC module (centred convolution) instead of self-attention."""
 
@@ -142,7 +142,7 @@ class DualContextualEncoder(TransformerEncoderBase):
         return [m for m in self.modules() if isinstance(m, DualContextualModule)]
 
 
-class DualContextualDecoder(BoolFutureMask, TransformerDecoderBase):
+class DCDecoder(BoolFutureMask, TransformerDecoderBase):
     """Transformer decoder whose layers listed in ``cfg.dc_decoder_layers``
     use the causal DC module instead of masked self-attention (boolean future
     mask: :mod:`fairseq_ctx.modules.future_mask`)."""
@@ -194,12 +194,12 @@ class TransformerDCModel(TransformerModel):
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
-        return DualContextualEncoder(TransformerConfig.from_namespace(args), src_dict, embed_tokens)
+        return DCEncoder(TransformerConfig.from_namespace(args), src_dict, embed_tokens)
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
         cfg = TransformerConfig.from_namespace(args)
-        return DualContextualDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
+        return DCDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
 
 # ---------------------------------------------------------------------------

@@ -10,14 +10,14 @@ Spec: the paper, and the GRET notes of ``docs/ambiguities.md``.
   is reordered in :meth:`GretEncoder.reorder_encoder_out`.
 * Decoder (:class:`GretDecoder`): a plain Transformer decoder whose top states
   (the output of :meth:`extract_features`, Eq. 11) pass through the context
-  gate (Eq. 12-13, :class:`fairseq_ctx.modules.context_gate.ContextGate`)
+  gate (Eq. 12-13, :class:`fairseq_ctx.modules.gret_context_gate.ContextGate`)
   before the output projection (Eq. 14). Per decoding step this costs one
   d x d product, a sigmoid and a multiply-add: the global state's share of
   the gate is computed once per sentence and kept in the incremental state.
 
 Flags: ``--gret-capsules K`` (32), ``--gret-routing-iters r`` (3),
 ``--gret-routing-softmax {capsules,positions}`` (see
-:mod:`fairseq_ctx.modules.capsule_routing`), and the ablations of Table 3:
+:mod:`fairseq_ctx.modules.gret_capsule_routing`), and the ablations of Table 3:
 ``--gret-no-capsule`` (masked mean pooling instead of capsules + attentive
 pooling), ``--gret-no-aggregation`` (last encoder layer only, no GRU),
 ``--gret-no-gate`` (plain addition r + s).
@@ -71,8 +71,8 @@ from fairseq.models.transformer import (
 from fairseq_ctx.errors import CheckpointMismatchError, ConfigError, MissingFileError
 from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
 from fairseq_ctx.models.presets import tiny_dims
-from fairseq_ctx.modules.capsule_routing import ROUTING_SOFTMAX_CHOICES
-from fairseq_ctx.modules.context_gate import ContextGate
+from fairseq_ctx.modules.gret_capsule_routing import ROUTING_SOFTMAX_CHOICES
+from fairseq_ctx.modules.gret_context_gate import ContextGate
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.modules.gret_global import GlobalRepresentation
 

@@ -1,9 +1,9 @@
 """Transformer layers whose self-attention is context-aware (Yang et al.,
-AAAI 2019, Eq. 5-10); see :mod:`fairseq_ctx.modules.context_aware_attention`.
+AAAI 2019, Eq. 5-10); see :mod:`fairseq_ctx.modules.ctxsan_attention`.
 
 fairseq's ``TransformerEncoderLayerBase`` / ``TransformerDecoderLayerBase``
 with two changes through their hooks: ``build_self_attention`` builds a
-:class:`~fairseq_ctx.modules.context_aware_attention.ContextAwareSelfAttention`
+:class:`~fairseq_ctx.modules.ctxsan_attention.ContextAwareSelfAttention`
 (fairseq's ``MultiheadAttention`` call signature), and ``forward`` first
 records the layer input ``H^l`` in the stack's context history (the deep and
 deep-global contexts of Eq. 9-10 are built from the inputs of this and the
@@ -14,7 +14,7 @@ from typing import Dict, List, Optional
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from torch import Tensor
 
-from .context_aware_attention import ContextAwareSelfAttention, HistorySlot
+from .ctxsan_attention import ContextAwareSelfAttention, HistorySlot
 
 
 class CtxSanEncoderLayer(TransformerEncoderLayerBase):

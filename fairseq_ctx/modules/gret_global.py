@@ -4,9 +4,9 @@ encoder layer.
 GRET (Weng et al., AAAI 2020), Section 2.1:
 
 * intra-layer: capsules by dynamic routing over the layer's states (Eq. 2-6,
-  :class:`~fairseq_ctx.modules.capsule_routing.CapsuleRouting`), pooled into
+  :class:`~fairseq_ctx.modules.gret_capsule_routing.CapsuleRouting`), pooled into
   one vector by attentive pooling (Eq. 7-9,
-  :class:`~fairseq_ctx.modules.attentive_pooling.AttentivePooling`);
+  :class:`~fairseq_ctx.modules.gret_attentive_pooling.AttentivePooling`);
 * inter-layer: a GRU run over the layers, ``s^m = GRU(ATP(U^m), s^{m-1})``
   (Eq. 10), starting from ``s^0 = 0``; its last state ``s^M`` is the global
   representation handed to the decoder.
@@ -27,8 +27,8 @@ from typing import List, Optional
 import torch
 import torch.nn as nn
 
-from .attentive_pooling import AttentivePooling
-from .capsule_routing import CapsuleRouting
+from .gret_attentive_pooling import AttentivePooling
+from .gret_capsule_routing import CapsuleRouting
 
 
 def masked_mean(states, padding_mask: Optional[torch.Tensor]):
