@@ -31,6 +31,11 @@ not copied at every beam step (``reorder_encoder_out`` reorders them when
 present, like every other entry).  The context itself costs about one more
 encoder pass, which bounds the training speed at roughly 0.75x a plain
 transformer of the same size (measured speeds: ``docs/benchmarks.md``).
+Decoding in document order (``--document-order`` of the document task)
+saves most of it: a context that is the previous sentence takes that
+sentence's shared-layer states from when it was a source
+(:mod:`fairseq_ctx.modules.ctxenc_state_cache`), so only the context
+encoder's own last layer runs.
 
 The gate g of the last layer is not in ``encoder_out``: the analyses read it
 from that layer by the readout convention of every architecture
@@ -65,6 +70,7 @@ from fairseq.modules import LayerNorm
 from torch import Tensor
 
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
+from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
 from fairseq_ctx.models.presets import tiny_dims
@@ -96,6 +102,10 @@ class CtxEncEncoder(TransformerEncoderBase):
         self._layers_built = 0
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         self.ctx_layer = super().build_encoder_layer(cfg)
+        # document-order decoding (``--document-order``): the shared-layer
+        # states of sentences already encoded, reused when a sentence comes
+        # back as the next one's context (modules/ctxenc_state_cache.py)
+        self.state_cache: Optional[SharedStateCache] = None
         self.ctx_layer_norm = LayerNorm(embed_tokens.embedding_dim) if cfg.encoder.normalize_before else None
         self.eos = dictionary.eos()
 
@@ -178,8 +188,20 @@ class CtxEncEncoder(TransformerEncoderBase):
         longest = max(src_len, ctx_len)
         encoder_states: List[Tensor] = []
         chunks = self._context_chunks(ctx_pad)
+        cache = self.state_cache if not (self.training or torch.is_grad_enabled()) else None
 
-        if chunks is None and 2 * longest <= JOINT_BATCH_MAX_WASTE * (src_len + ctx_len):
+        if cache is not None:
+            # document order: store the sources' shared states, take each
+            # context's from an earlier pass where its sentence was a source
+            x_src, encoder_embedding, _, _ = self._embed(src_tokens)
+            if return_all_hiddens:
+                encoder_states.append(x_src)
+            x_src = self._shared(x_src, self._mask_or_none(src_tokens),
+                                 encoder_states if return_all_hiddens else None)
+            src_real = src_tokens.ne(self.padding_idx)
+            cache.put_batch(cache.keys(src_tokens, src_real), x_src, src_real)
+            x_ctx = self._context_from_cache(cache, ctx_tokens, ~ctx_pad)
+        elif chunks is None and 2 * longest <= JOINT_BATCH_MAX_WASTE * (src_len + ctx_len):
             # right-padding to a common length changes no real position:
             # positions count non-padding tokens and padding is masked
             tokens = torch.cat([self._pad_right(src_tokens, longest, self.padding_idx),
@@ -238,6 +260,40 @@ class CtxEncEncoder(TransformerEncoderBase):
         if self.ctx_layer_norm is not None:
             x = self.ctx_layer_norm(x)
         return x
+
+    def _context_from_cache(self, cache: SharedStateCache, tokens: Tensor, real: Tensor) -> Tensor:
+        """The context encoder's output (T_ctx x B x C) with the shared-layer
+        states of each row taken from ``cache`` where its sentence was
+        encoded before; the others go through the shared layers together."""
+        keys = cache.keys(tokens, real)
+        states = [cache.get(key) for key in keys]
+        missing = [i for i, s in enumerate(states) if s is None]
+        if missing:
+            rows = torch.tensor(missing, device=tokens.device)
+            sub, sub_real = tokens[rows], real[rows]
+            cols = sub_real.any(dim=0)
+            sub, sub_real = sub[:, cols], sub_real[:, cols]
+            x, _, mask, _ = self._embed(sub)
+            fresh = self._shared(x, mask)  # T' x b x C
+            for i, row in zip(missing, fresh.transpose(0, 1)[sub_real].split(sub_real.sum(dim=1).tolist())):
+                states[i] = row
+                cache.put(keys[i], row)
+        return self._context_top(cache.assemble(states, real), tokens)
+
+    def train(self, mode: bool = True):
+        if getattr(self, "state_cache", None) is not None:
+            self.state_cache.clear()  # the states were computed with other weights
+        return super().train(mode)
+
+    def _apply(self, fn, *args, **kwargs):
+        if getattr(self, "state_cache", None) is not None:
+            self.state_cache.clear()  # .to()/.half() change the parameters
+        return super()._apply(fn, *args, **kwargs)
+
+    def _load_from_state_dict(self, *args, **kwargs):
+        if getattr(self, "state_cache", None) is not None:
+            self.state_cache.clear()
+        return super()._load_from_state_dict(*args, **kwargs)
 
     def _encode_context(self, tokens: Tensor) -> Tensor:
         """Context encoder: B x T_ctx tokens -> T_ctx x B x C."""

@@ -1,0 +1,86 @@
+"""Shared-layer states of sentences already encoded, for document-order
+decoding with ``transformer_ctxenc`` (Voita et al., 2018).
+
+The context encoder runs the previous sentence through the same embeddings
+and lower layers 1..N-1 as the source encoder (only its last layer is its
+own), and those layers see nothing but the sentence itself. So when a
+document is translated in order, the context's pass through the shared
+layers is exactly the pass that sentence already had as a source: keep it
+and run only the context encoder's own last layer.
+
+States are keyed by the sentence's tokens (as the encoder receives them: a
+sentence as source ``s_1 .. s_m </s>`` and as ``--context-size 1`` context
+``c_1 </s>`` are the same ids). Reuse is exact whichever document the
+sentence came from, since the shared layers see no context; a context that
+is not the plain previous sentence (several sentences joined with
+``<sep>``, a cut one, an empty one at a document start) is simply not
+found and encoded as usual. The cache is only consulted in eval mode without
+autograd, keeps at most ``max_sentences`` sentences (least recently used
+dropped first), and is cleared whenever the parameters may have changed
+(``train()``, ``to()``, loading a state dict: see the encoder).
+"""
+from collections import OrderedDict
+from typing import List, Optional
+
+import torch
+from torch import Tensor
+
+
+class SharedStateCache(object):
+    """Sentence tokens -> the shared layers' output for that sentence (``L x C``)."""
+
+    def __init__(self, max_sentences: int = 8192):
+        if max_sentences < 1:
+            raise ValueError(f"max_sentences must be at least 1, got {max_sentences}")
+        self.max_sentences = max_sentences
+        self._states: "OrderedDict[bytes, Tensor]" = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def clear(self):
+        self._states.clear()
+
+    @staticmethod
+    def keys(tokens: Tensor, real: Tensor) -> List[bytes]:
+        """One key per row of ``tokens`` (``B x T``): the ids at the ``real``
+        (``B x T``, True at non-padding) positions, in order."""
+        lengths = real.sum(dim=1).tolist()
+        flat = tokens[real].cpu().numpy()  # one transfer for the whole batch
+        out, start = [], 0
+        for n in lengths:
+            out.append(flat[start:start + n].tobytes())
+            start += n
+        return out
+
+    def get(self, key: bytes) -> Optional[Tensor]:
+        states = self._states.get(key)
+        if states is None:
+            self.misses += 1
+            return None
+        self._states.move_to_end(key)
+        self.hits += 1
+        return states
+
+    def put(self, key: bytes, states: Tensor):
+        self._states[key] = states
+        self._states.move_to_end(key)
+        while len(self._states) > self.max_sentences:
+            self._states.popitem(last=False)
+
+    def put_batch(self, keys: List[bytes], x: Tensor, real: Tensor):
+        """Store each row's states: ``x`` is ``T x B x C`` (the shared layers'
+        output of a batch), ``real`` ``B x T``."""
+        rows = x.transpose(0, 1)[real].split(real.sum(dim=1).tolist())  # B tensors of L_i x C
+        for key, states in zip(keys, rows):
+            self.put(key, states)
+
+    def assemble(self, states: List[Tensor], real: Tensor) -> Tensor:
+        """The padded ``T x B x C`` batch of per-row states (``L_i x C``)
+        placed at the ``real`` (``B x T``) positions, zeros elsewhere."""
+        first = states[0]
+        out = first.new_zeros(real.size(0), real.size(1), first.size(-1))  # B x T x C
+        out[real] = torch.cat(states)
+        return out.transpose(0, 1)
