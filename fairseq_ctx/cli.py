@@ -145,6 +145,37 @@ def print_quick_help(argv: Sequence[str], quick_parser: Callable[[], argparse.Ar
     return False
 
 
+def generation_tool_parser(prog: str, add_own_args: Callable[[argparse.ArgumentParser], None]):
+    """fairseq-generate's parser (imports fairseq) with a tool's own flags."""
+    from fairseq import options
+
+    parser = options.get_generation_parser()
+    parser.prog = prog
+    add_own_args(parser)
+    return parser
+
+
+def quick_generation_parser(prog: str, doc: str, epilog: str, path_help: str,
+                            add_own_args: Callable[[argparse.ArgumentParser], None],
+                            task_help: Optional[str] = None) -> argparse.ArgumentParser:
+    """The flags that matter to a tool built on :func:`generation_tool_parser`
+    (data, ``--path``, ``--gen-subset``, ``--max-tokens``, ``--cpu``, the
+    task where it matters, and its own), for ``--help`` without importing
+    fairseq; ``doc``'s first paragraph is the description, ``epilog`` the
+    example."""
+    p = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0], epilog=epilog,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", metavar="DATA-BIN", help="binarized data directory (fairseq-preprocess output)")
+    p.add_argument("--path", required=True, help=path_help)
+    if task_help:
+        p.add_argument("--task", help=task_help)
+    p.add_argument("--gen-subset", default="test", help="subset to analyse (default: test)")
+    p.add_argument("--max-tokens", type=int, help="tokens per batch (default 4000)")
+    p.add_argument("--cpu", action="store_true", help="run on CPU even if CUDA is available")
+    add_own_args(p)
+    return p
+
+
 # ---------------------------------------------------------------------------
 # checkpoints
 # ---------------------------------------------------------------------------

@@ -47,7 +47,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
-from fairseq_ctx.cli import print_quick_help, setup_logging
+from fairseq_ctx.cli import generation_tool_parser, print_quick_help, quick_generation_parser, setup_logging
 from fairseq_ctx.errors import install_excepthook
 
 if TYPE_CHECKING:
@@ -211,31 +211,18 @@ def _add_own_args(parser: argparse.ArgumentParser):
 
 def get_parser() -> argparse.ArgumentParser:
     """fairseq-generate's parser with the analysis' flags (imports fairseq)."""
-    from fairseq import options
-
-    parser = options.get_generation_parser()
-    parser.prog = PROG
-    _add_own_args(parser)
-    return parser
+    return generation_tool_parser(PROG, _add_own_args)
 
 
 def _quick_parser() -> argparse.ArgumentParser:
     """The flags that matter here, for --help without importing fairseq."""
-    p = argparse.ArgumentParser(
-        prog=PROG, description=__doc__.split("\n\n")[0],
+    return quick_generation_parser(
+        PROG, __doc__,
         epilog="example:\n"
                "  fairseq-ctx-ctxenc-context-attention data/bin --path runs/ctxenc/checkpoint_best.pt \\\n"
                "      --task document_translation --gen-subset test --out ctx_attention.json --top-k 10",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", metavar="DATA-BIN", help="binarized data directory (fairseq-preprocess output)")
-    p.add_argument("--path", required=True, help="a transformer_ctxenc checkpoint")
-    p.add_argument("--task", help="document_translation, with its flags (--context-size, --context-mode, "
-                                  "--shuffle-context, ...)")
-    p.add_argument("--gen-subset", default="test", help="subset to analyse (default: test)")
-    p.add_argument("--max-tokens", type=int, help="tokens per batch (default 4000)")
-    p.add_argument("--cpu", action="store_true", help="run on CPU even if CUDA is available")
-    _add_own_args(p)
-    return p
+        path_help="a transformer_ctxenc checkpoint", add_own_args=_add_own_args,
+        task_help="document_translation, with its flags (--context-size, --context-mode, --shuffle-context, ...)")
 
 
 def main(argv: Optional[Sequence[str]] = None):

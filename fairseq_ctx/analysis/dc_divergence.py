@@ -47,7 +47,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
-from fairseq_ctx.cli import print_quick_help, setup_logging
+from fairseq_ctx.cli import generation_tool_parser, print_quick_help, quick_generation_parser, setup_logging
 from fairseq_ctx.errors import install_excepthook
 
 if TYPE_CHECKING:
@@ -218,29 +218,17 @@ def _add_own_args(parser: argparse.ArgumentParser):
 
 def get_parser() -> argparse.ArgumentParser:
     """fairseq-generate's parser with the analysis' flags (imports fairseq)."""
-    from fairseq import options
-
-    parser = options.get_generation_parser()
-    parser.prog = PROG
-    _add_own_args(parser)
-    return parser
+    return generation_tool_parser(PROG, _add_own_args)
 
 
 def _quick_parser() -> argparse.ArgumentParser:
     """The flags that matter here, for --help without importing fairseq."""
-    p = argparse.ArgumentParser(
-        prog=PROG, description=__doc__.split("\n\n")[0],
+    return quick_generation_parser(
+        PROG, __doc__,
         epilog="example (one curve per checkpoint, e.g. one per --dc-kernel-size, as Figure 4):\n"
                "  fairseq-ctx-dc-divergence data/bin --path runs/dc-k3/ckpt.pt:runs/dc-k5/ckpt.pt \\\n"
                "      --gen-subset valid --out dc_div/    # dc_divergence.json, dc_divergence.png",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", metavar="DATA-BIN", help="binarized data directory (fairseq-preprocess output)")
-    p.add_argument("--path", required=True, help="checkpoint(s), ':'-separated; each analysed on its own")
-    p.add_argument("--gen-subset", default="test", help="subset to analyse (default: test)")
-    p.add_argument("--max-tokens", type=int, help="tokens per batch (default 4000)")
-    p.add_argument("--cpu", action="store_true", help="run on CPU even if CUDA is available")
-    _add_own_args(p)
-    return p
+        path_help="checkpoint(s), ':'-separated; each analysed on its own", add_own_args=_add_own_args)
 
 
 def main(argv: Optional[Sequence[str]] = None):
