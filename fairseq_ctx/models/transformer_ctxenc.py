@@ -31,11 +31,11 @@ not copied at every beam step (``reorder_encoder_out`` reorders them when
 present, like every other entry).  The context itself costs about one more
 encoder pass, which bounds the training speed at roughly 0.75x a plain
 transformer of the same size (measured speeds: ``docs/benchmarks.md``).
-Decoding in document order (``--document-order`` of the document task)
-saves most of it: a context that is the previous sentence takes that
-sentence's shared-layer states from when it was a source
-(:mod:`fairseq_ctx.modules.ctxenc_state_cache`), so only the context
-encoder's own last layer runs.
+Decoding with ``--reuse-sentence-states`` (document task) saves most of
+it: every sentence goes through the shared layers once per run, as a
+source or as a context, whichever comes first, and its states are reused
+for the other (:mod:`fairseq_ctx.modules.ctxenc_state_cache`); a context
+then costs only the context encoder's own last layer.
 
 The gate g of the last layer is not in ``encoder_out``: the analyses read it
 from that layer by the readout convention of every architecture
@@ -102,9 +102,8 @@ class CtxEncEncoder(TransformerEncoderBase):
         self._layers_built = 0
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         self.ctx_layer = super().build_encoder_layer(cfg)
-        # document-order decoding (``--document-order``): the shared-layer
-        # states of sentences already encoded, reused when a sentence comes
-        # back as the next one's context (modules/ctxenc_state_cache.py)
+        # --reuse-sentence-states: the shared-layer states of the sentences
+        # encoded so far in this run (modules/ctxenc_state_cache.py)
         self.state_cache: Optional[SharedStateCache] = None
         self.ctx_layer_norm = LayerNorm(embed_tokens.embedding_dim) if cfg.encoder.normalize_before else None
         self.eos = dictionary.eos()
@@ -190,17 +189,12 @@ class CtxEncEncoder(TransformerEncoderBase):
         chunks = self._context_chunks(ctx_pad)
         cache = self.state_cache if not (self.training or torch.is_grad_enabled()) else None
 
-        if cache is not None:
-            # document order: store the sources' shared states, take each
-            # context's from an earlier pass where its sentence was a source
-            x_src, encoder_embedding, _, _ = self._embed(src_tokens)
-            if return_all_hiddens:
-                encoder_states.append(x_src)
-            x_src = self._shared(x_src, self._mask_or_none(src_tokens),
-                                 encoder_states if return_all_hiddens else None)
-            src_real = src_tokens.ne(self.padding_idx)
-            cache.put_batch(cache.keys(src_tokens, src_real), x_src, src_real)
-            x_ctx = self._context_from_cache(cache, ctx_tokens, ~ctx_pad)
+        if cache is not None and not return_all_hiddens:
+            # each sentence through the shared layers once per run, whether it
+            # comes first as a source or as a context (the layers see it alone)
+            _, encoder_embedding, _, _ = self._embed(src_tokens)
+            x_src = self._shared_states(cache, src_tokens, src_tokens.ne(self.padding_idx))
+            x_ctx = self._context_top(self._shared_states(cache, ctx_tokens, ~ctx_pad), ctx_tokens)
         elif chunks is None and 2 * longest <= JOINT_BATCH_MAX_WASTE * (src_len + ctx_len):
             # right-padding to a common length changes no real position:
             # positions count non-padding tokens and padding is masked
@@ -261,10 +255,11 @@ class CtxEncEncoder(TransformerEncoderBase):
             x = self.ctx_layer_norm(x)
         return x
 
-    def _context_from_cache(self, cache: SharedStateCache, tokens: Tensor, real: Tensor) -> Tensor:
-        """The context encoder's output (T_ctx x B x C) with the shared-layer
-        states of each row taken from ``cache`` where its sentence was
-        encoded before; the others go through the shared layers together."""
+    def _shared_states(self, cache: SharedStateCache, tokens: Tensor, real: Tensor) -> Tensor:
+        """The shared layers' output for ``tokens`` (B x T; ``real`` True at
+        non-padding) as T x B x C, zeros at padding: each row from ``cache``
+        where its sentence went through them before in this run, the others
+        computed together (and kept)."""
         keys = cache.keys(tokens, real)
         states = [cache.get(key) for key in keys]
         missing = [i for i, s in enumerate(states) if s is None]
@@ -278,7 +273,7 @@ class CtxEncEncoder(TransformerEncoderBase):
             for i, row in zip(missing, fresh.transpose(0, 1)[sub_real].split(sub_real.sum(dim=1).tolist())):
                 states[i] = row
                 cache.put(keys[i], row)
-        return self._context_top(cache.assemble(states, real), tokens)
+        return cache.assemble(states, real)
 
     def train(self, mode: bool = True):
         if getattr(self, "state_cache", None) is not None:

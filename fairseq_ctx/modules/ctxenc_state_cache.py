@@ -1,22 +1,24 @@
-"""Shared-layer states of sentences already encoded, for document-order
-decoding with ``transformer_ctxenc`` (Voita et al., 2018).
+"""Shared-layer states of sentences already encoded, so that
+``transformer_ctxenc`` (Voita et al., 2018) runs each sentence through its
+shared encoder layers once per decoding run (``--reuse-sentence-states``).
 
 The context encoder runs the previous sentence through the same embeddings
 and lower layers 1..N-1 as the source encoder (only its last layer is its
-own), and those layers see nothing but the sentence itself. So when a
-document is translated in order, the context's pass through the shared
-layers is exactly the pass that sentence already had as a source: keep it
-and run only the context encoder's own last layer.
+own), and those layers see nothing but the sentence itself. So in a
+document, every sentence but the last is encoded twice by the shared layers:
+as a source and as the next sentence's context. Keeping the states of each
+sentence the first time (whichever role comes first: batches are sorted by
+length, not by document) and reusing them the second time halves that work,
+whatever the batching.
 
-States are keyed by the sentence's tokens (as the encoder receives them: a
+States are keyed by the sentence's tokens as the encoder receives them (a
 sentence as source ``s_1 .. s_m </s>`` and as ``--context-size 1`` context
 ``c_1 </s>`` are the same ids). Reuse is exact whichever document the
 sentence came from, since the shared layers see no context; a context that
-is not the plain previous sentence (several sentences joined with
-``<sep>``, a cut one, an empty one at a document start) is simply not
-found and encoded as usual. The cache is only consulted in eval mode without
-autograd, keeps at most ``max_sentences`` sentences (least recently used
-dropped first), and is cleared whenever the parameters may have changed
+is not a plain sentence (several joined with ``<sep>``, a cut one) is just
+another key. The cache is only consulted in eval mode without autograd,
+keeps at most ``max_sentences`` sentences (least recently used dropped
+first), and is cleared whenever the parameters may have changed
 (``train()``, ``to()``, loading a state dict: see the encoder).
 """
 from collections import OrderedDict
@@ -69,13 +71,6 @@ class SharedStateCache(object):
         self._states.move_to_end(key)
         while len(self._states) > self.max_sentences:
             self._states.popitem(last=False)
-
-    def put_batch(self, keys: List[bytes], x: Tensor, real: Tensor):
-        """Store each row's states: ``x`` is ``T x B x C`` (the shared layers'
-        output of a batch), ``real`` ``B x T``."""
-        rows = x.transpose(0, 1)[real].split(real.sum(dim=1).tolist())  # B tensors of L_i x C
-        for key, states in zip(keys, rows):
-            self.put(key, states)
 
     def assemble(self, states: List[Tensor], real: Tensor) -> Tensor:
         """The padded ``T x B x C`` batch of per-row states (``L_i x C``)

@@ -144,10 +144,10 @@ class DocumentTranslationConfig(TranslationConfig):
                 "(2-to-2 concatenation); outputs keep the last sentence only"})
     context_seed: int = field(default=1, metadata={
         "help": "seed of --context-mode random and --shuffle-context"})
-    document_order: bool = field(default=False, metadata={
-        "help": "decode (fairseq-generate, -interactive) the i-th sentences of all documents before the "
-                "(i+1)-th ones, and let transformer_ctxenc reuse each sentence's shared-layer states when "
-                "it comes back as the next sentence's context (same translations, less encoder work)"})
+    reuse_sentence_states: bool = field(default=False, metadata={
+        "help": "decoding (fairseq-generate, -interactive): transformer_ctxenc runs each sentence through "
+                "its shared encoder layers once per run, as a source or as a context, whichever comes "
+                "first (same translations, less encoder work); other models are unaffected"})
 
 
 def unwrap_model(model):
@@ -302,12 +302,9 @@ class DocumentTranslationTask(TranslationTask):
                                           seed=self.cfg.context_seed, shuffle=self.cfg.shuffle_context)
             pool, pool_sizes = pair.src, pair.src_sizes
             source = f"{len(set(docids.tolist()))} documents"
-        order = {}
-        if getattr(self.cfg, "document_order", False) and split != self.cfg.train_subset and ctx_prefix is None:
-            order = {"rounds": document_positions(docids)}  # batches of one position in the documents
         self.datasets[split] = DocumentContextDataset(
             pair, index, pool, pool_sizes, self.sep, input_mode=self._input_mode(),
-            max_context_tokens=self.cfg.max_source_positions, **self._target_context_args(pair), **order)
+            max_context_tokens=self.cfg.max_source_positions, **self._target_context_args(pair))
         if split == self.cfg.train_subset and combine:
             # fairseq-train loads its training split with combine=True; only
             # that split keeps --required-batch-size-multiple (get_batch_iterator)
@@ -415,8 +412,6 @@ class DocumentTranslationTask(TranslationTask):
                 reserve=np.array([len(t) for t in lines], dtype=np.int64))
             rounds = document_positions(docids[n_history:])
             self._target_tail = (translations, tail)
-        elif getattr(self.cfg, "document_order", False):
-            rounds = document_positions(docids[n_history:])
         self._history = [pool[j] for j in tail]
         pair = LanguagePairDataset(lines, src_lengths, self.source_dictionary,
                                    tgt_dict=self.target_dictionary, constraints=constraints)
@@ -527,7 +522,7 @@ class DocumentTranslationTask(TranslationTask):
         (fairseq-interactive, fairseq's hub) is decoded with its rows'
         previous translations as the forced prefix, and its best hypotheses
         become the target context of the following lines."""
-        if getattr(self.cfg, "document_order", False):
+        if getattr(self.cfg, "reuse_sentence_states", False):
             self._reuse_shared_states(models)
         translations, ids = (None, None) if prefix_tokens is not None else self._interactive_rows(sample)
         if translations is not None:
@@ -543,7 +538,7 @@ class DocumentTranslationTask(TranslationTask):
         return hypos
 
     def _reuse_shared_states(self, models):
-        """--document-order: give every model whose encoder can reuse the
+        """--reuse-sentence-states: give every model whose encoder can reuse the
         shared-layer states of earlier sentences (transformer_ctxenc) one
         cache for the whole run (:mod:`fairseq_ctx.modules.ctxenc_state_cache`)."""
         for model in models:

@@ -1,7 +1,7 @@
-"""Document-order decoding with transformer_ctxenc: each sentence's pass
-through the shared layers is kept and reused when the sentence comes back as
-the next one's context (fairseq_ctx/modules/ctxenc_state_cache.py,
-``--document-order``). Same outputs as the ordinary path, less encoder work."""
+"""transformer_ctxenc decoding with ``--reuse-sentence-states``: each
+sentence goes through the shared encoder layers once per run, as a source or
+as a context, whichever comes first (fairseq_ctx/modules/ctxenc_state_cache.py).
+Same outputs as the ordinary path, less encoder work."""
 import math
 
 import torch
@@ -71,9 +71,10 @@ def test_reused_states_give_the_same_encoder_output():
     assert set(plain) == set(reused)
     for key in plain:
         torch.testing.assert_close(reused[key], plain[key], atol=1e-5, rtol=1e-5, msg=lambda m: f"{key}: {m}")
-    # every context that is a previous sentence was found (4 of them); the
-    # empty context of each of the 3 document starts was not (encoded as usual)
-    assert cache.hits == 4 and cache.misses == 3
+    # computed (misses): round 0's 3 sources and 3 empty contexts (one key,
+    # but looked up before any is kept), then B1, A2, B2; found (hits): A1
+    # (which is B0), and every context of rounds 1 and 2
+    assert cache.hits == 5 and cache.misses == 9 and len(cache) == 7
 
 
 def test_a_context_never_seen_is_encoded_as_usual():
@@ -88,7 +89,7 @@ def test_a_context_never_seen_is_encoded_as_usual():
         model.encoder.state_cache = None
         want = model.encoder(src, None, ctx_tokens=ctx)["encoder_out"][0]
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
-    assert cache.hits == 0 and cache.misses == 1 and len(cache) == 2  # the source and the computed context
+    assert cache.hits == 0 and cache.misses == 2 and len(cache) == 2  # the source and the context, both new
 
 
 def test_the_cache_is_not_used_with_autograd_and_is_cleared_when_weights_may_change():
@@ -120,23 +121,23 @@ def test_cache_keeps_the_most_recently_used_sentences():
     assert cache.get(b"c") is None and cache.get(b"b") is not None
 
 
-def test_generate_in_document_order_translates_the_same(doc_corpus, trained_checkpoint, tmp_path):
+def test_generate_with_reused_states_translates_the_same(doc_corpus, trained_checkpoint, tmp_path):
     task = BY_NAME["ctxenc"].task
     ckpt = trained_checkpoint("ctxenc")
     plain, _ = generate_in_process(doc_corpus[1], ckpt, tmp_path / "plain", task_flags=task, beam=3)
-    ordered, _ = generate_in_process(doc_corpus[1], ckpt, tmp_path / "ordered", beam=3,
-                                     task_flags=[*task, "--document-order"])
-    assert sorted(ordered) == sorted(plain) == list(range(14))
+    reused, _ = generate_in_process(doc_corpus[1], ckpt, tmp_path / "reused", beam=3,
+                                     task_flags=[*task, "--reuse-sentence-states"])
+    assert sorted(reused) == sorted(plain) == list(range(14))
     for i, (hyp, score) in plain.items():
-        assert ordered[i][0] == hyp, i
-        assert math.isclose(ordered[i][1], score, abs_tol=1e-4), i  # printed with 4 decimals
+        assert reused[i][0] == hyp, i
+        assert math.isclose(reused[i][1], score, abs_tol=1e-4), i  # printed with 4 decimals
 
 
-def test_interactive_in_document_order_translates_the_same(doc_corpus, trained_checkpoint, tmp_path):
+def test_interactive_with_reused_states_translates_the_same(doc_corpus, trained_checkpoint, tmp_path):
     task = BY_NAME["ctxenc"].task
     ckpt = trained_checkpoint("ctxenc")
     lines = (doc_corpus[0] / "test.src").read_text().splitlines()[:4]
     lines = lines[:2] + [""] + lines[2:]  # two documents
     plain = interactive_in_process(doc_corpus[1], ckpt, lines, tmp_path, task_flags=task)
-    ordered = interactive_in_process(doc_corpus[1], ckpt, lines, tmp_path, task_flags=[*task, "--document-order"])
-    assert ordered == plain and len(plain) == 4
+    reused = interactive_in_process(doc_corpus[1], ckpt, lines, tmp_path, task_flags=[*task, "--reuse-sentence-states"])
+    assert reused == plain and len(plain) == 4

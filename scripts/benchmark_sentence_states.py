@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Decoding speed of transformer_ctxenc in document order (issue 13 item 3),
-as ratios to plain ``transformer`` measured in the same run.
+"""Decoding speed of transformer_ctxenc with ``--reuse-sentence-states``
+(each sentence through the shared encoder layers once; issue 13 item 3), as
+ratios to plain ``transformer`` measured in the same run.
 
 Three decodes of the same subset with ``fairseq-generate`` (beam search,
 every sentence), alternated for ``--repeats`` rounds, each in a fresh
@@ -8,9 +9,9 @@ process pinned to what this process may use:
 
 * ``transformer``: the baseline checkpoint, ``--task document_translation``;
 * ``ctxenc``: the context model, ordinary batching (sorted by length);
-* ``ctxenc_doc_order``: the same model with ``--document-order`` (batches of
-  one position in the documents; each context's pass through the shared
-  layers reused from when it was a source).
+* ``ctxenc_reuse``: the same model with ``--reuse-sentence-states`` (each
+  sentence's pass through the shared layers kept and reused when it comes
+  back as a source or as a context).
 
 Speed is sentences per CPU second of the decoding process (its user + system
 time, from ``resource``), so other load on the machine does not enter; the
@@ -20,7 +21,7 @@ same hypotheses (checked; scores to 1e-4 as printed).
 
 Example (checkpoints of the converged study, ``docs/study.md``)::
 
-    OMP_NUM_THREADS=1 taskset -c 0 python3 scripts/benchmark_document_order.py data/bible/bin \\
+    OMP_NUM_THREADS=1 taskset -c 0 python3 scripts/benchmark_sentence_states.py data/bible/bin \\
         --baseline runs/study/transformer/checkpoint_best.pt \\
         --ctxenc runs/study/transformer_ctxenc/checkpoint_best.pt --repeats 3 --json out.json
 """
@@ -50,7 +51,7 @@ def decode(opts, checkpoint, extra):
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        sys.exit(f"benchmark_document_order: {' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+        sys.exit(f"benchmark_sentence_states: {' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     hyps = {}
     for line in proc.stdout.splitlines():
@@ -73,7 +74,7 @@ def main(argv=None):
     p.add_argument("--json", help="write the results here")
     opts = p.parse_args(argv)
     runs = {"transformer": (opts.baseline, []), "ctxenc": (opts.ctxenc, []),
-            "ctxenc_doc_order": (opts.ctxenc, ["--document-order"])}
+            "ctxenc_reuse": (opts.ctxenc, ["--reuse-sentence-states"])}
     results = {name: [] for name in runs}
     for r in range(opts.repeats):
         outputs = {}
@@ -83,9 +84,9 @@ def main(argv=None):
             outputs[name] = hyps
             print(f"[round {r + 1}/{opts.repeats}] {name}: {n} sentences, {cpu:.1f} CPU s, {wall:.1f} s wall",
                   file=sys.stderr, flush=True)
-        a, b = outputs["ctxenc"], outputs["ctxenc_doc_order"]
+        a, b = outputs["ctxenc"], outputs["ctxenc_reuse"]
         if sorted(a) != sorted(b) or any(a[i][0] != b[i][0] or abs(a[i][1] - b[i][1]) > 1e-4 for i in a):
-            sys.exit("benchmark_document_order: --document-order changed the translations")
+            sys.exit("benchmark_sentence_states: --reuse-sentence-states changed the translations")
     table = {}
     for name, rs in results.items():
         ratio = statistics.median(x["sent_per_cpu_s"] / base["sent_per_cpu_s"]
@@ -100,7 +101,7 @@ def main(argv=None):
         with open(opts.json, "w") as f:
             json.dump({"subset": opts.subset, "beam": opts.beam, "batch_size": opts.batch_size,
                        "repeats": opts.repeats, "identical_translations": True, "results": table,
-                       "doc_order_decode_ratio": table["ctxenc_doc_order"]["ratio"],
+                       "doc_order_decode_ratio": table["ctxenc_reuse"]["ratio"],
                        "decode_ratio": table["ctxenc"]["ratio"]}, f, indent=1)
 
 
