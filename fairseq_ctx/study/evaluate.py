@@ -160,7 +160,9 @@ def analysis(out: str, run: Run, bin_dir: str, count: int) -> Optional[str]:
     # the analysis tools import fairseq_ctx themselves (no --user-dir)
     cmd = [sys.executable, "-m", module, bin_dir, "--path", ckpt, *flags,
            "--out", target + ".part", "--cpu"]
-    if run.arch == "transformer_ctxenc":
+    if run.arch != "transformer_ctxsan":
+        # built on fairseq-generate's parser: the task (and its <sep> symbol)
+        # must be named, as for decoding; ctxsan_gates reads it from the checkpoint
         cmd += run.task_flags
     _call(cmd, os.path.join(eval_dir(out, run), name.split(".")[0] + ".log"), f"{run.name}: {module}")
     os.replace(target + ".part", target)
