@@ -611,9 +611,13 @@ def print_stats(stats: dict, dest: Path) -> None:
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="prepare-bible",
+        prog="fairseq-ctx-prepare-bible",
         description="Build a chapter-level es-en corpus from the Reina-Valera "
-                    "1909 and World English Bible SWORD modules.")
+                    "1909 and World English Bible SWORD modules.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n"
+               "  fairseq-ctx-prepare-bible --dest data/bible     # data/bible/{raw,spm,bin}, about a minute\n"
+               "(the same as: bash scripts/prepare-bible.sh)")
     parser.add_argument("--dest", type=Path, default=Path("data/bible"),
                         help="output directory (default: data/bible)")
     parser.add_argument("--vocab-size", type=int, default=8000,

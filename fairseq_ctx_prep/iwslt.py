@@ -104,7 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 COMMAND = Command("iwslt", "IWSLT14 es-en/ro-en, IWSLT15 fr-en/en-vi", "data/iwslt-PAIR",
-                  make_spec, add_arguments, merges=None)
+                  make_spec, add_arguments, merges=None, example_flags="--pair es-en")
 main = COMMAND.main
 
 if __name__ == "__main__":

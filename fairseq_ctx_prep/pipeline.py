@@ -392,8 +392,8 @@ def step_binarize(dest: Path, spec: Spec, workers: int) -> None:
 
 @dataclass(frozen=True)
 class Command:
-    """The command line of one corpus (``python3 -m fairseq_ctx_prep.MODULE``,
-    prog ``prepare-NAME``): the flags every corpus shares, the corpus's own
+    """The command line of one corpus (``fairseq-ctx-prepare-NAME``, or
+    ``python3 -m fairseq_ctx_prep.MODULE``): the flags every corpus shares, the corpus's own
     (``add_arguments``), and how its Spec is made from them."""
     name: str
     description: str
@@ -403,9 +403,17 @@ class Command:
     merges: Optional[int] = 32000                      # None: no --merges (sentencepiece only)
     clean_ratio: float = 1.5
     extra_train: bool = True
+    example_flags: str = ""                            # the corpus's required flags, for --help's example
 
     def parser(self) -> argparse.ArgumentParser:
-        parser = argparse.ArgumentParser(prog=f"prepare-{self.name}", description=self.description)
+        prog = f"fairseq-ctx-prepare-{self.name}"
+        flags = f" {self.example_flags}" if self.example_flags else ""
+        parser = argparse.ArgumentParser(
+            prog=prog, description=self.description, formatter_class=argparse.RawDescriptionHelpFormatter,
+            epilog=f"example:\n"
+                   f"  {prog}{flags}                 # download, check, write {self.dest.split()[0]}\n"
+                   f"  {prog}{flags} --from DIR      # the archives are in DIR: download nothing\n"
+                   f"(the same as: bash scripts/prepare-{self.name}.sh{flags} ...)")
         add_common_arguments(parser, self.dest, self.merges, self.clean_ratio)
         self.add_arguments(parser)
         if self.extra_train:

@@ -262,7 +262,7 @@ def test_prep_package_needs_no_torch(tmp_path):
     for name in ("bible", "wmt14_en_de", "wmt16_ro_en", "wmt17_zh_en", "iwslt", "opensubtitles_en_ru"):
         proc = subprocess.run([python, "-m", f"fairseq_ctx_prep.{name}", "--help"], capture_output=True,
                               text=True, env=env, cwd=tmp_path)
-        assert proc.returncode == 0 and proc.stdout.startswith("usage: prepare-"), (name, proc.stderr)
+        assert proc.returncode == 0 and proc.stdout.startswith("usage: fairseq-ctx-prepare-"), (name, proc.stderr)
 
 
 # --- every script end to end --------------------------------------------------
