@@ -786,6 +786,8 @@ class ModelScorer:
         together so the encoder runs once for all their candidates."""
         from fairseq.data import data_utils
 
+        from fairseq_ctx.progress import bar
+
         if not items:
             return np.zeros(0)
         items = [tuple(it) + ([],) * (4 - len(it)) for it in items]  # (src, ctx, tgt) items of older callers
@@ -803,11 +805,13 @@ class ModelScorer:
         batches = data_utils.batch_by_size(order, None, num_tokens_vec=sizes[order], max_tokens=self.max_tokens,
                                            max_sentences=self.batch_size)
         out = np.zeros(len(items))
-        for ids in batches:
-            batch = dataset.collater([dataset[int(i)] for i in ids])
-            rows = batch["id"].numpy()
-            out[rows] = self._score_batch(batch, enc_keys[rows],
-                                          n_scored[rows] if self.target_context_size else None).numpy()
+        with bar(len(items), "contrastive scoring", unit="cand") as progress:
+            for ids in batches:
+                batch = dataset.collater([dataset[int(i)] for i in ids])
+                rows = batch["id"].numpy()
+                out[rows] = self._score_batch(batch, enc_keys[rows],
+                                              n_scored[rows] if self.target_context_size else None).numpy()
+                progress.update(len(ids))
         return out
 
     def score(self, candidates: Sequence[Candidate]) -> np.ndarray:

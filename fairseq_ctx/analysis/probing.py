@@ -291,10 +291,12 @@ def sentence_features(model, token_lists: Sequence[torch.Tensor], pad_idx: int, 
     import torch
     from fairseq.data import data_utils
 
+    from fairseq_ctx.progress import bar
+
     model.eval()
     lengths = [len(t) for t in token_lists]
     feats: Dict[str, Optional[torch.Tensor]] = {k: None for k in kinds}
-    with torch.no_grad():
+    with torch.no_grad(), bar(len(token_lists), "encoding", unit="sent") as progress:
         for batch in length_batches(lengths, max_tokens, max_sentences):
             src = data_utils.collate_tokens([token_lists[i] for i in batch], pad_idx, eos_idx, left_pad=left_pad)
             src = src.to(device)
@@ -306,6 +308,7 @@ def sentence_features(model, token_lists: Sequence[torch.Tensor], pad_idx: int, 
                 if feats[k] is None:
                     feats[k] = torch.zeros(len(token_lists), v.size(-1), dtype=torch.float32)
                 feats[k][index] = v.float().cpu()
+            progress.update(len(batch))
     return feats
 
 
