@@ -14,8 +14,10 @@ process pinned to what this process may use:
   back as a source or as a context).
 
 Speed is sentences per CPU second of the decoding process (its user + system
-time, from ``resource``), so other load on the machine does not enter; the
-wall time is printed beside it. Ratios pair each run with the baseline run
+time, from ``resource``, start-up included), so other load on the machine
+does not enter; the wall time is printed beside it, and the number of output
+tokens (decoding steps), which differs between two models and so enters
+their ratio. Ratios pair each run with the baseline run
 of the same round and take the median. The two ctxenc decodes must give the
 same hypotheses (checked; scores to 1e-4 as printed).
 
@@ -80,7 +82,9 @@ def main(argv=None):
         outputs = {}
         for name, (ckpt, extra) in runs.items():
             n, cpu, wall, hyps = decode(opts, ckpt, extra)
-            results[name].append({"sentences": n, "cpu_s": cpu, "wall_s": wall, "sent_per_cpu_s": n / cpu})
+            tokens = sum(len(h.split()) + 1 for h, _ in hyps.values())  # + </s>: the decoding steps
+            results[name].append({"sentences": n, "cpu_s": cpu, "wall_s": wall, "sent_per_cpu_s": n / cpu,
+                                  "output_tokens": tokens})
             outputs[name] = hyps
             print(f"[round {r + 1}/{opts.repeats}] {name}: {n} sentences, {cpu:.1f} CPU s, {wall:.1f} s wall",
                   file=sys.stderr, flush=True)
@@ -93,10 +97,12 @@ def main(argv=None):
                                   for x, base in zip(rs, results["transformer"]))
         table[name] = {"sent_per_cpu_s": statistics.median(x["sent_per_cpu_s"] for x in rs),
                        "wall_s": statistics.median(x["wall_s"] for x in rs), "ratio": ratio,
-                       "sentences": rs[0]["sentences"], "runs": rs}
-    print(f"\n{'decode':<20}{'sent / CPU s':>14}{'wall s':>10}{'ratio':>8}   ({opts.repeats} rounds, beam {opts.beam})")
+                       "sentences": rs[0]["sentences"], "output_tokens": rs[0]["output_tokens"], "runs": rs}
+    print(f"\n{'decode':<20}{'sent / CPU s':>14}{'wall s':>10}{'ratio':>8}{'output tokens':>15}"
+          f"   ({opts.repeats} rounds, beam {opts.beam})")
     for name, row in table.items():
-        print(f"{name:<20}{row['sent_per_cpu_s']:>14.2f}{row['wall_s']:>10.1f}{row['ratio']:>8.3f}")
+        print(f"{name:<20}{row['sent_per_cpu_s']:>14.2f}{row['wall_s']:>10.1f}{row['ratio']:>8.3f}"
+              f"{row['output_tokens']:>15}")
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"subset": opts.subset, "beam": opts.beam, "batch_size": opts.batch_size,
