@@ -46,8 +46,8 @@ and line: a binary or non-UTF-8 input, a docids file whose line count differs
 from the input's, a sentence longer than the model's
 ``--max-source-positions`` after tokenization and BPE (never truncated; with
 ``--skip-invalid-size-inputs-valid-test`` it is left untranslated, an empty
-output line, and counted in a warning).  A progress bar (tqdm, stderr;
-``--no-progress-bar``) and a one-line summary (sentences, documents,
+output line, and counted in a warning).  A progress bar (tqdm, on stderr
+when it is a terminal; ``--no-progress-bar``) and a one-line summary (sentences, documents,
 sentences/s of the translation loop) go to stderr.
 """
 import argparse
@@ -310,8 +310,10 @@ def main(argv: Optional[Sequence[str]] = None):
     dataset = translator.document_dataset(sources, doc)
     outputs = [""] * len(lines)
     start = time.perf_counter()
+    # drawn on a terminal only (disable=None), as fairseq_ctx.progress does:
+    # a log file gets the summary line, not every redraw of the bar
     with tqdm(total=len(sources), desc=PROG, unit="sent", file=sys.stderr,
-              disable=cfg.common.no_progress_bar) as bar:
+              disable=True if cfg.common.no_progress_bar else None) as bar:
         for ids, hypos, _ in translator.iterate(dataset, generator, skip_invalid_size_inputs=skip):
             for k, h in zip(ids, hypos):
                 outputs[keep[k]] = translator.decode(h[0]["tokens"]) if h else ""
