@@ -56,6 +56,7 @@ Presets: ``transformer_ctxenc`` (Base), ``transformer_ctxenc_big``
 (``transformer_wmt_en_de_big``), ``transformer_ctxenc_iwslt_de_en`` (small),
 ``transformer_ctxenc_tiny`` (tests).
 """
+from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 import torch
@@ -73,6 +74,12 @@ from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.model_config import (
+    TransformerFlatConfig,
+    add_args_from_dataclass,
+    architecture_args,
+    register_base_architecture,
+)
 from fairseq_ctx.models.presets import tiny_dims
 
 # batch source and context through the shared layers together when the
@@ -339,7 +346,13 @@ class CtxEncDecoder(BoolFutureMask, TransformerDecoderBase):
     parameters, so checkpoints are unaffected."""
 
 
-@register_model("transformer_ctxenc")
+@dataclass
+class TransformerCtxEncConfig(TransformerFlatConfig):
+    """``transformer_ctxenc``'s flags: fairseq's Transformer's (the context
+    encoder has no flags of its own; the context comes from the task)."""
+
+
+@register_model("transformer_ctxenc", dataclass=TransformerCtxEncConfig)
 class TransformerCtxEncModel(TransformerModel):
     """Voita et al. (2018) context-aware Transformer; see the module docstring."""
 
@@ -347,8 +360,12 @@ class TransformerCtxEncModel(TransformerModel):
     accepts_context = True
 
     @classmethod
+    def add_args(cls, parser):
+        add_args_from_dataclass(parser, TransformerCtxEncConfig)
+
+    @classmethod
     def build_model(cls, args, task):
-        transformer_ctxenc(args)
+        args = architecture_args(args, "transformer_ctxenc")
         validate_ctxenc_args(args)
         return super().build_model(args, task)
 
@@ -388,7 +405,7 @@ class TransformerCtxEncModel(TransformerModel):
         )
 
 
-@register_model_architecture("transformer_ctxenc", "transformer_ctxenc")
+@register_base_architecture("transformer_ctxenc")
 def transformer_ctxenc(args):
     """Transformer-Base dimensions (the paper's setting)."""
     base_architecture(args)

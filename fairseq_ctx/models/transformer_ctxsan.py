@@ -32,6 +32,7 @@ forward with one context history per forward (``HistorySlot``), the layers
 (``fairseq_ctx.modules.ctxsan_layer``) push their input into it and build a
 context-aware self-attention with ``MultiheadAttention``'s call signature.
 """
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from fairseq.models import register_model, register_model_architecture
@@ -57,6 +58,13 @@ from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLa
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.modules.incremental_cache import reorder_cache
 from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.model_config import (
+    TransformerFlatConfig,
+    add_args_from_dataclass,
+    architecture_args,
+    register_base_architecture,
+    unset,
+)
 from fairseq_ctx.models.presets import tiny_dims
 
 SIDES = ("encoder", "decoder", "both")
@@ -174,27 +182,35 @@ class CtxSanDecoder(BoolFutureMask, TransformerDecoderBase):
         return reorder_cache(self, incremental_state, "ctx_sums", new_order)
 
 
-@register_model("transformer_ctxsan")
+@dataclass
+class TransformerCtxSanConfig(TransformerFlatConfig):
+    """``transformer_ctxsan``'s flags: fairseq's Transformer plus the context
+    type, side and what is contextualised. Plain strings with their choices
+    in the metadata, not enums: validate_ctxsan_args checks them at build
+    time with an error naming the flag (and accepts "deep-global + deep")."""
+
+    ctxsan_context: Optional[str] = unset(
+        "context vector: global (Eq. 8), deep (Eq. 9), deep-global (Eq. 10) or deep-global+deep (the two "
+        "projections summed); default deep-global+deep", metavar="TYPE", choices=CONTEXT_TYPES)
+    ctxsan_side: Optional[str] = unset(
+        "where self-attention is context-aware: encoder, decoder or both; default encoder",
+        metavar="SIDE", choices=SIDES)
+    ctxsan_contextualize: Optional[str] = unset(
+        "contextualise the query, the key or both (Table 3); default both", metavar="WHAT", choices=CONTEXTUALIZE)
+
+
+@register_model("transformer_ctxsan", dataclass=TransformerCtxSanConfig)
 class TransformerCtxSanModel(TransformerModel):
     """Transformer with Context-Aware Self-Attention Networks (Yang et al.,
     AAAI 2019) on the encoder, the decoder or both."""
 
     @classmethod
     def add_args(cls, parser):
-        super().add_args(parser)
-        # no argparse choices/defaults: architecture functions set the defaults
-        # and validate_ctxsan_args raises a ValueError naming the flag
-        parser.add_argument("--ctxsan-context", type=str, metavar="TYPE",
-                            help="context vector: global (Eq. 8), deep (Eq. 9), deep-global (Eq. 10) "
-                                 "or deep-global+deep (the two projections summed); default deep-global+deep")
-        parser.add_argument("--ctxsan-side", type=str, metavar="SIDE",
-                            help="where self-attention is context-aware: encoder, decoder or both; default encoder")
-        parser.add_argument("--ctxsan-contextualize", type=str, metavar="WHAT",
-                            help="contextualise the query, the key or both (Table 3); default both")
+        add_args_from_dataclass(parser, TransformerCtxSanConfig)
 
     @classmethod
     def build_model(cls, args, task):
-        transformer_ctxsan(args)
+        args = architecture_args(args, "transformer_ctxsan")
         validate_ctxsan_args(args)
         return super().build_model(args, task)
 
@@ -226,7 +242,7 @@ def _ctxsan_defaults(args):
     args.ctxsan_contextualize = getattr(args, "ctxsan_contextualize", None) or "both"
 
 
-@register_model_architecture("transformer_ctxsan", "transformer_ctxsan")
+@register_base_architecture("transformer_ctxsan")
 def transformer_ctxsan(args):
     """Transformer-Base (d=512, 6+6 layers, 8 heads, ffn 2048) + context-aware SANs."""
     _ctxsan_defaults(args)

@@ -26,7 +26,8 @@ by the readout convention of :mod:`fairseq_ctx.modules.readout`: inside
 keeps ``last_readout["alpha"]``, a B x 2 x H x T x T tensor [alpha_l,
 alpha_g] of the last forward. ``encoder_out`` is fairseq's, unchanged.
 """
-from typing import List
+from dataclasses import dataclass
+from typing import List, Optional
 
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
@@ -48,6 +49,13 @@ from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.dual_contextual_layer import DualContextualDecoderLayer, DualContextualEncoderLayer
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.models.checks import check_attention_dims
+from fairseq_ctx.models.model_config import (
+    TransformerFlatConfig,
+    add_args_from_dataclass,
+    architecture_args,
+    register_base_architecture,
+    unset,
+)
 from fairseq_ctx.models.presets import tiny_dims
 
 
@@ -164,7 +172,21 @@ class DCDecoder(BoolFutureMask, TransformerDecoderBase):
         return _wrap_layer(DualContextualDecoderLayer(cfg, no_encoder_attn), cfg)
 
 
-@register_model("transformer_dc")
+@dataclass
+class TransformerDCConfig(TransformerFlatConfig):
+    """``transformer_dc``'s flags: fairseq's Transformer plus the DC module's
+    (None: the architecture's default, see the ``transformer_dc*`` presets)."""
+
+    dc_kernel_size: Optional[int] = unset(
+        "kernel size f of the DC local convolution (Eq. 6; paper default 2)", metavar="F")
+    dc_encoder_layers: Optional[str] = unset(
+        "encoder layers that use the DC module: 'all', 'none' or 1-based list/ranges such as '1,2' or '1-4' "
+        "(Table 5)", metavar="LAYERS")
+    dc_decoder_layers: Optional[str] = unset(
+        "decoder layers that use the (causal) DC module: 'all', 'none' or 1-based list/ranges", metavar="LAYERS")
+
+
+@register_model("transformer_dc", dataclass=TransformerDCConfig)
 class TransformerDCModel(TransformerModel):
     """Transformer with Dual Contextual modules (Ampomah et al. 2021).
 
@@ -176,19 +198,11 @@ class TransformerDCModel(TransformerModel):
 
     @classmethod
     def add_args(cls, parser):
-        super().add_args(parser)
-        parser.add_argument("--dc-kernel-size", type=int, metavar="F",
-                            help="kernel size f of the DC local convolution (Eq. 6; paper default 2)")
-        parser.add_argument("--dc-encoder-layers", type=str, metavar="LAYERS",
-                            help="encoder layers that use the DC module: 'all', 'none' or 1-based "
-                                 "list/ranges such as '1,2' or '1-4' (Table 5)")
-        parser.add_argument("--dc-decoder-layers", type=str, metavar="LAYERS",
-                            help="decoder layers that use the (causal) DC module: 'all', 'none' or "
-                                 "1-based list/ranges")
+        add_args_from_dataclass(parser, TransformerDCConfig)
 
     @classmethod
     def build_model(cls, args, task):
-        transformer_dc(args)
+        args = architecture_args(args, "transformer_dc")
         validate_dc_args(args)
         return super().build_model(args, task)
 
@@ -211,7 +225,7 @@ def _dc_defaults(args, enc="all", dec="none"):
     args.dc_decoder_layers = getattr(args, "dc_decoder_layers", dec)
 
 
-@register_model_architecture("transformer_dc", "transformer_dc")
+@register_base_architecture("transformer_dc")
 def transformer_dc(args):
     """Enc-DC, Transformer-Base."""
     _dc_defaults(args, "all", "none")

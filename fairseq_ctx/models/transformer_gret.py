@@ -55,8 +55,11 @@ Measured speeds: ``docs/benchmarks.md``.
 """
 import logging
 import os
+from dataclasses import dataclass
+from typing import Optional
 
 from fairseq import checkpoint_utils
+from fairseq.dataclass import ChoiceEnum
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import (
     TransformerConfig,
@@ -70,6 +73,15 @@ from fairseq.models.transformer import (
 
 from fairseq_ctx.errors import CheckpointMismatchError, ConfigError, MissingFileError
 from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.model_config import (
+    TransformerFlatConfig,
+    add_args_from_dataclass,
+    architecture_args,
+    clear_in_stored_config,
+    register_base_architecture,
+    root_config,
+    unset,
+)
 from fairseq_ctx.models.presets import tiny_dims
 from fairseq_ctx.modules.gret_capsule_routing import ROUTING_SOFTMAX_CHOICES
 from fairseq_ctx.modules.gret_context_gate import ContextGate
@@ -141,43 +153,48 @@ class GretDecoder(BoolFutureMask, TransformerDecoderBase):
         return x, extra
 
 
-@register_model("transformer_gret")
+@dataclass
+class TransformerGretConfig(TransformerFlatConfig):
+    """``transformer_gret``'s flags: fairseq's Transformer plus GRET's
+    capsules, routing, ablations and warm start."""
+
+    gret_capsules: Optional[int] = unset("number of capsules per encoder layer (Eq. 2-6; default 32)", metavar="K")
+    gret_routing_iters: Optional[int] = unset("dynamic routing iterations (Algorithm 1; default 3)", metavar="R")
+    gret_routing_softmax: Optional[ChoiceEnum(ROUTING_SOFTMAX_CHOICES)] = unset(
+        "normalise routing logits over capsules (dynamic routing of Sabour et al.; default) or over positions "
+        "(literal Eq. 5)")
+    gret_no_capsule: Optional[bool] = unset("ablation: mean pooling instead of capsules + attentive pooling")
+    gret_no_aggregation: Optional[bool] = unset("ablation: global state of the last encoder layer only (no GRU)")
+    gret_no_gate: Optional[bool] = unset("ablation: add the global state to the top decoder states without a gate")
+    gret_warm_start: Optional[str] = unset(
+        "initialise from a trained plain transformer checkpoint (parameters matching by name and shape); new GRET "
+        "parameters start fresh", metavar="PATH")
+
+
+@register_model("transformer_gret", dataclass=TransformerGretConfig)
 class TransformerGretModel(TransformerModel):
     """GRET (Weng et al., AAAI 2020); see the module docstring."""
 
     @staticmethod
     def add_args(parser):
-        TransformerModel.add_args(parser)
-        parser.add_argument("--gret-capsules", type=int, metavar="K",
-                            help="number of capsules per encoder layer (Eq. 2-6; default 32)")
-        parser.add_argument("--gret-routing-iters", type=int, metavar="R",
-                            help="dynamic routing iterations (Algorithm 1; default 3)")
-        parser.add_argument("--gret-routing-softmax", type=str, choices=ROUTING_SOFTMAX_CHOICES,
-                            help="normalise routing logits over capsules (dynamic routing of "
-                                 "Sabour et al.; default) or over positions (literal Eq. 5)")
-        parser.add_argument("--gret-no-capsule", action="store_true",
-                            help="ablation: mean pooling instead of capsules + attentive pooling")
-        parser.add_argument("--gret-no-aggregation", action="store_true",
-                            help="ablation: global state of the last encoder layer only (no GRU)")
-        parser.add_argument("--gret-no-gate", action="store_true",
-                            help="ablation: add the global state to the top decoder states without a gate")
-        parser.add_argument("--gret-warm-start", type=str, metavar="PATH",
-                            help="initialise from a trained plain transformer checkpoint (parameters "
-                                 "matching by name and shape); new GRET parameters start fresh")
+        add_args_from_dataclass(parser, TransformerGretConfig)
 
     @classmethod
     def build_model(cls, args, task):
-        transformer_gret(args)
+        stored = args  # what the checkpoints will hold (a namespace, or the config fairseq passed)
+        args = architecture_args(args, "transformer_gret")
         validate_gret_args(args)
         model = super().build_model(args, task)
         path = getattr(args, "gret_warm_start", None)
         if path:
-            if checkpoint_will_be_restored(args):
+            root = root_config(stored)
+            if checkpoint_will_be_restored(root.checkpoint if root is not None else args):
                 logger.info("transformer_gret: a checkpoint will be restored, skipping --gret-warm-start %s", path)
             else:
                 warm_start_from_checkpoint(model, path)
                 # the baseline is only needed once; see the module docstring
-                args.gret_warm_start = None
+                args.gret_warm_start = model.args.gret_warm_start = None
+                clear_in_stored_config(stored, "gret_warm_start")
         return model
 
     @classmethod
@@ -241,7 +258,8 @@ def warm_start_from_checkpoint(model, path):
     source = state["model"]
     source_cfg = state.get("cfg") or {}
     source_model_cfg = source_cfg.get("model") if hasattr(source_cfg, "get") else None
-    source_arch = getattr(source_model_cfg, "arch", None) or getattr(state.get("args"), "arch", None)
+    source_arch = (getattr(source_model_cfg, "arch", None) or getattr(source_model_cfg, "_name", None)
+                   or getattr(state.get("args"), "arch", None))
     target = model.state_dict()
     # GRET's own parameters all carry "gret"; any other one missing means another architecture
     # (a transformer_ctxsan or transformer_dc checkpoint has other self-attention parameters)
@@ -287,7 +305,7 @@ def _gret_defaults(args):
     args.gret_warm_start = getattr(args, "gret_warm_start", None)
 
 
-@register_model_architecture("transformer_gret", "transformer_gret")
+@register_base_architecture("transformer_gret")
 def transformer_gret(args):
     """Transformer-Base + GRET (the paper's main setting)."""
     _gret_defaults(args)

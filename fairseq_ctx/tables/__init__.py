@@ -6,6 +6,9 @@ it. By concern:
 
 * :mod:`.config`: argument files (``configs/**/*.args``: one flag a line,
   ``#`` comments, ``@include``); ``scripts/ctx-args FILE`` prints the flags.
+* :mod:`.hydra_configs`: ``configs/hydra/*.yaml`` for ``fairseq-hydra-train``,
+  generated from the training configs (``python3 -m
+  fairseq_ctx.tables.hydra_configs``; docs/hydra.md).
 * :mod:`.definition`: a table and its rows as data; :mod:`.ctxsan`,
   :mod:`.dc`, :mod:`.gret`, :mod:`.voita`: the tables' rows, configs and the
   papers' numbers.
