@@ -159,11 +159,12 @@ def register_base_architecture(model_name: str):
     return deco
 
 
-def _plain(value):
+def plain_value(value):
+    """A config value as YAML/argparse hold it: enums by their value, tuples as lists."""
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     return value
 
 
@@ -188,7 +189,7 @@ def architecture_args(cfg, model_name: str) -> argparse.Namespace:
             values = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
         else:
             values = dict(vars(cfg))
-        args = argparse.Namespace(**{k: _plain(v) for k, v in values.items() if v is not None})
+        args = argparse.Namespace(**{k: plain_value(v) for k, v in values.items() if v is not None})
     name = getattr(args, "arch", None) or getattr(args, "_name", None)
     if ARCH_MODEL_NAME_REGISTRY.get(name) != model_name:
         name = model_name

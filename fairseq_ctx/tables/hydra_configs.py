@@ -154,6 +154,8 @@ def _field_value(f, value):
 
     from fairseq.dataclass.utils import interpret_dc_type
 
+    from fairseq_ctx.models.model_config import plain_value
+
     field_type = interpret_dc_type(f.type)
     if isinstance(value, str) and not value.startswith("${") and field_type is not str and not (
             inspect.isclass(field_type) and issubclass(field_type, Enum)):
@@ -162,15 +164,7 @@ def _field_value(f, value):
         value = list(value)
     if value is not None and field_type in (int, float, bool):
         value = field_type(value)
-    return _plain(value)
-
-
-def _plain(value):
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+    return plain_value(value)
 
 
 def sections(lines: Sequence[ArgLine], repo: Path, names: bool = True) -> Dict[str, Dict[str, Any]]:
@@ -183,6 +177,8 @@ def sections(lines: Sequence[ArgLine], repo: Path, names: bool = True) -> Dict[s
     criterion, optimizer and scheduler fairseq-train would use (its defaults
     included). Raises ValueError naming the file and line of a flag that no
     section takes."""
+    from fairseq_ctx.models.model_config import plain_value
+
     tokens = [tok for a in lines for tok in a.tokens]
     if not is_training_config(lines):
         tokens = ["--arch", "transformer", *tokens]  # a partial config (the direction of a dataset)
@@ -213,7 +209,7 @@ def sections(lines: Sequence[ArgLine], repo: Path, names: bool = True) -> Dict[s
         for section, dc in dataclasses.items():
             if dc is None:
                 if section == "model" and dest in legacy_model:
-                    out.setdefault(section, {})[dest] = _plain(value)
+                    out.setdefault(section, {})[dest] = plain_value(value)
                     placed = True
                 continue
             f = next((f for f in fields(dc) if f.name == dest), None)
