@@ -91,6 +91,10 @@ def test_bool_future_mask_keeps_fairseq_float_mask_for_cross_self_attention():
     model.decoder.cross_self_attention = False
     mask = model.decoder.buffered_future_mask(x)
     assert mask.dtype == torch.bool and mask[0, 1] and not mask[1, 0] and mask.shape == (4, 4)
+    # a pruned attention adds the mask to its scores itself: a bool mask would add 1, so fairseq's float mask
+    model.decoder.layers[0].self_attn._set_skip_embed_dim_check()
+    mask = model.decoder.buffered_future_mask(x)
+    assert mask.dtype == torch.float32 and torch.isinf(mask[0, 1]) and mask[1, 0] == 0
 
 
 def test_quiet_filters_are_narrow_and_can_be_turned_off(monkeypatch):

@@ -16,8 +16,9 @@ Where a boolean mask would be read wrongly, fairseq's float mask is kept:
 
 * ``--cross-self-attention``: the decoder layer concatenates a float zero
   block to the mask (``torch.cat`` would turn True into ``+1.0``);
-* ONNX tracing and XLA devices: ``MultiheadAttention`` then *adds* the mask
-  to the attention scores itself.
+* ONNX tracing, XLA devices, pruned attention (``skip_embed_dim_check``)
+  and TorchScript: ``MultiheadAttention`` then *adds* the mask to the
+  attention scores itself.
 
 The mask is not a parameter or buffer, so checkpoints are unaffected.
 """
@@ -31,7 +32,7 @@ class BoolFutureMask:
 
     def buffered_future_mask(self, tensor: Tensor) -> Tensor:
         if (getattr(self, "cross_self_attention", False) or getattr(self, "onnx_trace", False)
-                or tensor.device.type == "xla"):
+                or tensor.device.type == "xla" or self._adds_mask_itself()):
             cached = getattr(self, "_future_mask", None)
             if cached is not None and cached.dtype == torch.bool:
                 self._future_mask = torch.empty(0)  # fairseq's version would cast it to 0/1 floats
@@ -42,6 +43,16 @@ class BoolFutureMask:
             cached = torch.ones(dim, dim, dtype=torch.bool, device=tensor.device).triu(1)
             self._future_mask = cached
         return cached[:dim, :dim]
+
+    def _adds_mask_itself(self) -> bool:
+        """Whether a self-attention of this decoder would take fairseq's slow
+        path, which adds the mask to the scores (``attn_weights += attn_mask``:
+        a boolean mask would add 1 to the future, silently): a pruned
+        ``MultiheadAttention`` (``skip_embed_dim_check``) or TorchScript."""
+        if torch.jit.is_scripting():
+            return True
+        return any(getattr(getattr(layer, "self_attn", None), "skip_embed_dim_check", False)
+                   for layer in self.layers)
 
 
 __all__ = ["BoolFutureMask"]
