@@ -193,13 +193,13 @@ class CtxEncEncoder(TransformerEncoderBase):
         ctx_len = ctx_tokens.size(1)
         longest = max(src_len, ctx_len)
         encoder_states: List[Tensor] = []
-        chunks = self._context_chunks(ctx_pad)
         cache = self.state_cache if not (self.training or torch.is_grad_enabled()) else None
+        chunks = None if cache is not None and not return_all_hiddens else self._context_chunks(ctx_pad)
 
         if cache is not None and not return_all_hiddens:
             # each sentence through the shared layers once per run, whether it
             # comes first as a source or as a context (the layers see it alone)
-            _, encoder_embedding, _, _ = self._embed(src_tokens)
+            encoder_embedding = self.embed_scale * self.embed_tokens(src_tokens)  # as forward_embedding's
             x_src = self._shared_states(cache, src_tokens, src_tokens.ne(self.padding_idx))
             x_ctx = self._context_top(self._shared_states(cache, ctx_tokens, ~ctx_pad), ctx_tokens)
         elif chunks is None and 2 * longest <= JOINT_BATCH_MAX_WASTE * (src_len + ctx_len):

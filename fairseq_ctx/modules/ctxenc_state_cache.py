@@ -67,7 +67,9 @@ class SharedStateCache(object):
         return states
 
     def put(self, key: bytes, states: Tensor):
-        self._states[key] = states
+        # a copy: ``states`` is a view of its whole batch's output, which
+        # would stay alive (and uncounted) as long as any of its rows is kept
+        self._states[key] = states.clone()
         self._states.move_to_end(key)
         while len(self._states) > self.max_sentences:
             self._states.popitem(last=False)
