@@ -156,7 +156,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from fairseq_ctx.cli import BPE_EXAMPLES, TOKENIZER_EXAMPLES, add_encoder_options, build_encoders
+from fairseq_ctx.cli import BPE_EXAMPLES, TOKENIZER_EXAMPLES, build_encoders, parse_with_encoders
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 if TYPE_CHECKING:
@@ -914,8 +914,7 @@ def parse_args(argv=None):
     """Two passes, as fairseq's own parsers: the chosen --tokenizer/--bpe are
     checked and add their options (e.g. --sentencepiece-model)."""
     parser = get_parser()
-    add_encoder_options(parser, argv)
-    args = parser.parse_args(argv)
+    args = parse_with_encoders(parser, argv)
     if args.scores_in is not None:
         given = [f for f, v in (("DATA-BIN", args.data), ("--path", args.path)) if v is not None]
         if given:

@@ -112,6 +112,10 @@ def test_prefix_layout_and_rounds():
     translations.record([0], [[{"tokens": torch.tensor([4, 4, 4, 4, eos])}]])
     assert translations.prefix_tokens([2, 1]).tolist() == [[1, 1, 1, 1, 1], [4, 4, 4, 4, sep]]
     assert translations.prefix_tokens([1], max_len=6).tolist() == [[4, 4, sep]]  # 6 - 3 newest tokens
+    # a missing translation (its sentence skipped) ends the prefix: an older one never takes its slot
+    gap = PreviousTranslations(np.array([[-1, 0], [0, 1], [1, 2]]), [t1, None, t2], sep, eos, pad=1)
+    assert gap.previous(0) == [t1] and gap.previous(1) == []
+    assert [t.tolist() for t in gap.previous(2)] == [t2.tolist()]
 
     d = toy_dictionary()
     sources = [d.encode_line(" ".join(["w1"] * n), add_if_not_exist=False) for n in (5, 1, 3, 2, 4, 6, 1)]

@@ -214,8 +214,14 @@ class PreviousTranslations:
         self.reserve = None if reserve is None else np.asarray(reserve, dtype=np.int64)
 
     def previous(self, i: int) -> List[torch.Tensor]:
-        """Item ``i``'s previous translations, oldest first (missing ones left out)."""
-        return [self.pool[j] for j in self.index[i] if j >= 0 and self.pool[j] is not None]
+        """Item ``i``'s previous translations, oldest first: the newest ones
+        up to the first that is missing (a skipped sentence), never across
+        the gap, where an older translation would sit in the slot of the one
+        left out (the model learnt ``t_{i-k} <sep> ... t_{i-1} <sep>``)."""
+        out: List[torch.Tensor] = []
+        for j in self.index[i]:
+            out = [] if j < 0 or self.pool[j] is None else out + [self.pool[j]]
+        return out
 
     def prefix(self, i: int, max_len: Optional[int] = None) -> torch.Tensor:
         """Item ``i``'s forced prefix (:func:`target_prefix` of its previous

@@ -555,9 +555,13 @@ class DocumentTranslationTask(TranslationTask):
         (``src_tokens`` differ) stops rather than decode with another
         sentence's context."""
         dataset = self._inference_dataset
-        batch = None if dataset is None else dataset.last_batch
-        if batch is None:
+        if dataset is None:
             return None, None
+        batch = dataset.last_batch
+        if batch is None:  # e.g. collated in a worker process: the rows are unknown
+            raise ConfigError("--target-context: the task did not collate the batch to decode, so its lines' "
+                              "previous translations are unknown (use --num-workers 0); or translate documents "
+                              "with fairseq-ctx-translate (fairseq_ctx.translate)")
         dataset.last_batch = None
         src = sample["net_input"]["src_tokens"]
         if src.shape != batch["net_input"]["src_tokens"].shape or \
