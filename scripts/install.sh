@@ -24,10 +24,12 @@ if [ "${FAIRSEQ_CTX_TORCH:-}" != "skip" ]; then
 fi
 pip_install numpy "cython>=0.29" "setuptools>=68" wheel
 # tensorboardX: fairseq's --tensorboard-logdir writer (it also silences
-# fairseq's "Please install tensorboardX" at every start)
+# fairseq's "Please install tensorboardX" at every start); spacy: the optional
+# tagger of fairseq-ctx-ctxsan-pos (its path is tested with a pipeline built in
+# the test, since no trained spaCy model can be downloaded here)
 pip_install "hydra-core==1.3.2" "omegaconf==2.3.0" regex tqdm bitarray cffi \
   scikit-learn packaging "sacrebleu>=2.3" sentencepiece subword-nmt sacremoses \
-  tensorboardX matplotlib pytest pytest-xdist
+  tensorboardX matplotlib spacy pytest pytest-xdist
 if ! "$PY" -c "import fairseq" 2>/dev/null; then
   pip_install --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
 fi

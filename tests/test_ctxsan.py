@@ -577,3 +577,31 @@ def test_gates_by_pos_by_hand(tmp_path, capsys):
     (tmp_path / "bad.tags").write_text("the_DET house_NOUN is_AUX\na_DET do_NOUN g_X\n")
     with pytest.raises(Exception, match="sentence id 1: 2 words"):
         ctxsan_pos.pos_means(POS_RECORDS, ctxsan_pos.read_tags(str(tmp_path / "bad.tags")))
+
+
+def test_gates_by_pos_tagged_by_spacy(tmp_path):
+    """Without --tags the merged words go to an installed spaCy model, split as
+    we split them (not re-tokenized by spaCy). No trained model can be
+    downloaded here, so the model is a real spaCy pipeline whose
+    attribute_ruler tags by word, saved to disk and loaded by path, as
+    spacy.load loads an installed package; the result must equal the same
+    tags given as a file. (Tried: reading t.tag_ instead of t.pos_: fails.)"""
+    import spacy  # a test dependency (scripts/install.sh)
+    from fairseq_ctx.analysis import ctxsan_pos
+
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("attribute_ruler")
+    for word, tag in (("the", "DET"), ("a", "DET"), ("house", "NOUN"), ("dog", "NOUN"), ("is", "AUX")):
+        ruler.add(patterns=[[{"ORTH": word}]], attrs={"POS": tag, "TAG": "XX"})
+    nlp.to_disk(tmp_path / "tagger")
+
+    words = [[w for w, _ in ctxsan_pos.merge_subwords(r["tokens"])] for r in POS_RECORDS]
+    expected = [[("the", "DET"), ("house", "NOUN"), ("is", "AUX")], [("a", "DET"), ("dog", "NOUN")]]
+    assert ctxsan_pos.spacy_tags(words, str(tmp_path / "tagger")) == expected
+    tokens = tmp_path / "tokens.jsonl"
+    tokens.write_text("".join(json.dumps(r) + "\n" for r in POS_RECORDS))
+    summary = ctxsan_pos.main([str(tokens), "--spacy-model", str(tmp_path / "tagger"), "--out", str(tmp_path / "pos")])
+    assert summary["tags"] == f"spaCy {tmp_path / 'tagger'}"
+    assert summary["by_tag"] == ctxsan_pos.pos_means(POS_RECORDS, expected)
+    with pytest.raises(Exception, match="spaCy model 'no_such_model' is not installed"):
+        ctxsan_pos.spacy_tags(words, "no_such_model")
