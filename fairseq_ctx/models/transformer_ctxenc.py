@@ -74,6 +74,7 @@ from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.layer_wrapping import wrap_layer
 from fairseq_ctx.models.model_config import (
     TransformerFlatConfig,
     add_args_from_dataclass,
@@ -120,7 +121,7 @@ class CtxEncEncoder(TransformerEncoderBase):
         # the source encoder's last layer is the gated one (context attention and gate)
         self._layers_built += 1
         if self._layers_built == cfg.encoder.layers:
-            return CtxEncGatedEncoderLayer(cfg)
+            return wrap_layer(CtxEncGatedEncoderLayer(cfg), cfg)
         return super().build_encoder_layer(cfg)
 
     def _embed(self, tokens: Tensor):

@@ -29,7 +29,6 @@ alpha_g] of the last forward. ``encoder_out`` is fairseq's, unchanged.
 from dataclasses import dataclass
 from typing import List, Optional
 
-from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import (
     TransformerConfig,
@@ -42,9 +41,9 @@ from fairseq.models.transformer.transformer_legacy import (
     transformer_iwslt_de_en,
     transformer_wmt_en_de_big,
 )
-from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 
 from fairseq_ctx.errors import ConfigError
+from fairseq_ctx.models.layer_wrapping import wrap_layer
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.dual_contextual_layer import DualContextualDecoderLayer, DualContextualEncoderLayer
 from fairseq_ctx.modules.future_mask import BoolFutureMask
@@ -114,16 +113,6 @@ def validate_dc_args(args):
     check_attention_dims(args)
 
 
-def _wrap_layer(layer, cfg):
-    # mirrors the wrapping in TransformerEncoderBase.build_encoder_layer /
-    # TransformerDecoderBase.build_decoder_layer
-    checkpoint = cfg.checkpoint_activations
-    if checkpoint:
-        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
-    min_params_to_wrap = cfg.min_params_to_wrap if not checkpoint else 0
-    return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
-
-
 class DCEncoder(TransformerEncoderBase):
     """Transformer encoder whose layers listed in ``cfg.dc_encoder_layers``
     use the DC module (centred convolution) instead of self-attention."""
@@ -141,7 +130,7 @@ class DCEncoder(TransformerEncoderBase):
         self._num_layers_built += 1
         if idx not in self.dc_layers:
             return super().build_encoder_layer(cfg)
-        return _wrap_layer(DualContextualEncoderLayer(cfg, return_fc=self.return_fc), cfg)
+        return wrap_layer(DualContextualEncoderLayer(cfg, return_fc=self.return_fc), cfg)
 
     def dc_modules(self) -> List[DualContextualModule]:
         """The DC modules of the encoder, bottom to top (one per DC layer);
@@ -169,7 +158,7 @@ class DCDecoder(BoolFutureMask, TransformerDecoderBase):
         self._num_layers_built += 1
         if idx not in self.dc_layers:
             return super().build_decoder_layer(cfg, no_encoder_attn)
-        return _wrap_layer(DualContextualDecoderLayer(cfg, no_encoder_attn), cfg)
+        return wrap_layer(DualContextualDecoderLayer(cfg, no_encoder_attn), cfg)
 
 
 @dataclass
