@@ -191,6 +191,12 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert [p.stat().st_mtime_ns for p in outputs] == stamps
     assert json.loads(results.read_text())["runs"][0]["bleu"] == by_name["transformer"]["bleu"]
 
+    # evaluating one run keeps every run evaluated before in the results
+    one = _study(data, out, results, "--runs", "concat", "--stage", "evaluate")
+    assert one.returncode == 0, one.stderr[-3000:]
+    again = {r["name"]: r for r in json.loads(results.read_text())["runs"]}
+    assert list(again) == ["transformer", "concat"] and again["concat"]["p_value"] == by_name["concat"]["p_value"]
+
 
 def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):
     from fairseq_ctx.study.runs import by_name

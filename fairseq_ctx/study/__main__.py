@@ -85,7 +85,10 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
     os.makedirs(fig_dir, exist_ok=True)
 
     records, hyps = [], {}
-    for run in selected:
+    # --runs chooses what is evaluated now; the results keep every run
+    # evaluated before (rebuilt from its outputs), so evaluating one run does
+    # not drop the others from the JSON, the paired tests and the figures
+    for run in [r for r in study_runs.RUNS if r in selected or evaluate.is_evaluated(opts.out, r)]:
         rec = base_record(opts, run)
         records.append(rec)
         if rec["status"] != "trained":
