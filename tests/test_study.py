@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from fairseq_ctx.study.pronouns import build, flip, gender, mine
 from fairseq_ctx.study.train import _VALID_RE, should_stop
 from fairseq_ctx.study.runs import SMOKE, STUDY
@@ -175,6 +177,9 @@ def test_study_smoke_interrupt_resume(tmp_path):
         assert len(hyps) == 10, "a test sentence was dropped"
     assert "shuffled_bleu" in by_name["concat"] and "shuffled_bleu" not in by_name["transformer"]
     assert 0 <= by_name["concat"]["shuffled_contrastive_accuracy"] <= 1
+    assert 0 <= by_name["concat"]["shuffled_p_value"] <= 1
+    assert by_name["concat"]["shuffled_delta_bleu"] == pytest.approx(
+        by_name["concat"]["shuffled_bleu"] - by_name["concat"]["bleu"], abs=0.02)
     assert 0 <= by_name["concat"]["p_value"] <= 1 and "p_value" not in by_name["transformer"]
     figures = results.parent / "study"
     assert (figures / "valid-loss.png").stat().st_size > 1000

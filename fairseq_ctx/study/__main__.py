@@ -109,6 +109,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         if run.uses_context:
             shuf = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count, shuffled=True)
             rec["shuffled_bleu"] = round(detok_bleu(shuf["hyps"], refs)[0], 2)
+            report.shuffled_drop(rec, dec["hyps"], shuf["hyps"], refs)
             con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count, shuffled=True)
             rec["shuffled_contrastive_accuracy"] = round(con["accuracy"], 4)
             rec["shuffled_contrastive_by_class"] = con["by_class"]

@@ -24,6 +24,17 @@ def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], bas
     return signature
 
 
+def shuffled_drop(rec: Dict, hyps: List[str], shuffled_hyps: List[str], refs: List[str]):
+    """BLEU with shuffled context against true context, paired bootstrap
+    (the same resamples and settings as :func:`paired`): whether a context
+    model's drop is more than resampling noise."""
+    from fairseq_ctx.evaluation.bleu import paired_bootstrap
+
+    res = paired_bootstrap(hyps, {"shuffled": shuffled_hyps}, refs)[0]["shuffled"]
+    rec["shuffled_delta_bleu"] = round(res.delta, 2)
+    rec["shuffled_p_value"] = round(res.p_value, 4)
+
+
 def seed_spread(records: List[Dict]) -> Dict[str, Dict]:
     """BLEU and validation loss of each architecture trained with two seeds."""
     spread = {}
@@ -72,7 +83,7 @@ def _fmt(value, spec: str, missing: str = "") -> str:
 
 def markdown_table(records: List[Dict]) -> str:
     head = ("| run | params | epochs | updates | train min | best valid loss | BLEU | Δ vs baseline (p) "
-            "| shuffled-context BLEU | pronoun acc. (he / she) | with shuffled context |")
+            "| shuffled-context BLEU (Δ, p) | pronoun acc. (he / she) | with shuffled context |")
     lines = [head, "|" + "---|" * 11]
     for rec in records:
         contrast = rec.get("contrastive_accuracy")
@@ -80,10 +91,13 @@ def markdown_table(records: List[Dict]) -> str:
         cls = (f" ({_fmt(by.get('masculine', {}).get('accuracy'), '.2f')} / "
                f"{_fmt(by.get('feminine', {}).get('accuracy'), '.2f')})") if by else ""
         delta = "" if rec.get("delta_bleu") is None else f"{rec['delta_bleu']:+.2f} ({rec['p_value']:.3f})"
+        shuffled = _fmt(rec.get("shuffled_bleu"), ".2f")
+        if rec.get("shuffled_delta_bleu") is not None:
+            shuffled += f" ({rec['shuffled_delta_bleu']:+.2f}, p {rec['shuffled_p_value']:.3f})"
         lines.append(
             f"| {rec['label']} | {rec['params'] / 1e6:.2f}M | {rec['epochs']} | {rec['updates']} "
             f"| {rec['train_minutes']:.0f} | {rec['valid_loss']:.3f} | {_fmt(rec.get('bleu'), '.2f', 'pending')} "
-            f"| {delta} | {_fmt(rec.get('shuffled_bleu'), '.2f')} "
+            f"| {delta} | {shuffled} "
             f"| {_fmt(contrast, '.3f')}{cls} | {_fmt(rec.get('shuffled_contrastive_accuracy'), '.3f')} |")
     return "\n".join(lines)
 
