@@ -85,6 +85,12 @@ def test_stopping_rule():
             "nll_loss 5.1 | ppl 34.3 | wps 9000 | wpb 4000 | bsz 100 | num_updates 548 | best_loss 6.203")
     m = _VALID_RE.search(line)
     assert (m.group(1), m.group(2), m.group(4)) == ("002", "6.203", "548")
+    # the results JSON states the rule that was applied
+    from fairseq_ctx.study.report import setup_record
+
+    assert setup_record(None, STUDY)["stopping"].startswith(
+        "validate every epoch; stop when the last 2 epochs together improved the best validation loss by less "
+        "than 1% (relative), or at 25 epochs")
 
 
 # ---------------------------------------------------------------------------
