@@ -93,6 +93,24 @@ def test_stopping_rule():
         "than 1% (relative), or at 25 epochs")
 
 
+def test_record_status(tmp_path):
+    """A run is 'not started' without a finished epoch, 'training' with one."""
+    from types import SimpleNamespace
+
+    from fairseq_ctx.study.__main__ import base_record
+    from fairseq_ctx.study.runs import RUNS
+
+    opts = SimpleNamespace(out=str(tmp_path))
+    assert base_record(opts, RUNS[0])["status"] == "not started"
+    logs = tmp_path / RUNS[0].name / "logs"
+    logs.mkdir(parents=True)
+    (logs / "epoch-001.log").write_text(
+        "2026-11-23 12:11:05 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 7.4 | nll_loss 6.9 | "
+        "ppl 120 | wps 9000 | wpb 4000 | bsz 100 | num_updates 274\n")
+    rec = base_record(opts, RUNS[0])
+    assert (rec["status"], rec["epochs"], rec["updates"], rec["valid_loss"]) == ("training", 1, 274, 7.4)
+
+
 # ---------------------------------------------------------------------------
 # the study command end to end at --smoke size
 # ---------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def base_record(opts, run) -> dict:
            "updates": hist[-1]["updates"] if hist else 0,
            "valid_loss": min(h["valid_loss"] for h in hist) if hist else None,
            "train_minutes": round(hist[-1]["train_seconds"] / 60, 1) if hist else 0.0, "history": hist,
-           "status": "trained" if is_trained(opts.out, run) else "training"}
+           "status": "trained" if is_trained(opts.out, run) else "training" if hist else "not started"}
     if is_trained(opts.out, run):
         done = json.load(open(done_marker(opts.out, run)))
         rec.update(stop_reason=done["reason"], best_epoch=done["best_epoch"])
