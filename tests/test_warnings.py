@@ -133,12 +133,13 @@ def cli_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("stderr_check")
     raw = make_parallel_data(root / "raw", num_train=40, num_valid=6, num_test=5)
     data_bin = preprocess(raw, root / "bin")
+    # new interpreters (fresh=True): their stderr holds everything a user's run prints, imports included
     runs = {"train": train(data_bin, root / "ckpt", arch="transformer_ctxenc_tiny", model_flags=(),
-                           task_flags=TASK, max_update=2, extra=["--tensorboard-logdir", root / "tb"])}
+                           task_flags=TASK, max_update=2, extra=["--tensorboard-logdir", root / "tb"], fresh=True)}
     ckpt = root / "ckpt" / "checkpoint_last.pt"
-    runs["generate"] = generate(data_bin, ckpt, task_flags=TASK)[2]
-    runs["score_reference"] = generate(data_bin, ckpt, task_flags=TASK, extra=["--score-reference"])[2]
-    runs["interactive"] = interactive(data_bin, ckpt, ["w1 w2 w3", "w4 w5"], task_flags=TASK)[1]
+    runs["generate"] = generate(data_bin, ckpt, task_flags=TASK, fresh=True)[2]
+    runs["score_reference"] = generate(data_bin, ckpt, task_flags=TASK, extra=["--score-reference"], fresh=True)[2]
+    runs["interactive"] = interactive(data_bin, ckpt, ["w1 w2 w3", "w4 w5"], task_flags=TASK, fresh=True)[1]
     return root, runs
 
 

@@ -2,9 +2,13 @@
 fairseq's wheel, so written here): make tiny parallel data, binarize it, train
 a tiny model a few updates on CPU, then generate, interactive and validate.
 
-Every step runs the real command-line entry point in a fresh process, exactly
-as a user would, so the tests also cover ``--user-dir`` loading and the
-weights-only checkpoint loading of a new interpreter.
+Every step runs the real command-line entry point (``python -m MODULE``) in a
+process of its own, as a user would, so the tests also cover ``--user-dir``
+loading and the weights-only checkpoint loading of a new process. By default
+that process is forked from a server that has imported torch and the other
+heavy third-party libraries once (tests/cli_process.py: fairseq, fairseq_cli
+and fairseq_ctx are still imported by the command itself); ``fresh=True``
+starts a new interpreter instead, for tests of everything a command prints.
 """
 import os
 import random
@@ -47,15 +51,23 @@ def make_parallel_data(data_dir, num_train=200, num_valid=24, num_test=24, seed=
     return data_dir
 
 
-def run_cli(module, args, cwd=None, check=True, env=None, timeout=600, input=None):
-    """Run ``python -m <module> <args>`` and return the CompletedProcess.
-    On failure, raise with the command's output so a test shows why."""
+def run_cli(module, args, cwd=None, check=True, env=None, timeout=600, input=None, fresh=False):
+    """Run ``python -m <module> <args>`` and return the CompletedProcess:
+    in a child of the preloaded fork server (:mod:`tests.cli_process`), or
+    with ``fresh=True`` in a new interpreter (whose stderr also holds what
+    importing torch and the like prints). On failure, raise with the
+    command's output so a test shows why."""
     cmd = [sys.executable, "-m", module] + [str(a) for a in args]
     full_env = dict(os.environ)
     full_env.setdefault("OMP_NUM_THREADS", "1")
     full_env.update(env or {})
-    proc = subprocess.run(cmd, cwd=cwd or REPO, env=full_env, capture_output=True, text=True,
-                          timeout=timeout, input=input)
+    if fresh:
+        proc = subprocess.run(cmd, cwd=cwd or REPO, env=full_env, capture_output=True, text=True,
+                              timeout=timeout, input=input)
+    else:
+        from tests import cli_process
+
+        proc = cli_process.run(module, args, cwd=cwd or REPO, env=full_env, input=input, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"command failed ({proc.returncode}): {' '.join(cmd)}\n"
@@ -82,7 +94,7 @@ def preprocess(data_dir, dest_dir, src="src", tgt="tgt", extra=()):
 
 
 def train(data_bin, save_dir, arch="transformer", extra=(), max_update=4, model_flags=TINY_MODEL_FLAGS,
-          task_flags=(), check=True, user_dir=USER_DIR, cwd=None):
+          task_flags=(), check=True, user_dir=USER_DIR, cwd=None, fresh=False):
     """Train ``arch`` for ``max_update`` updates on CPU with fairseq-train."""
     args = [
         data_bin, "--user-dir", user_dir, "--arch", arch, *model_flags, *task_flags,
@@ -93,7 +105,7 @@ def train(data_bin, save_dir, arch="transformer", extra=(), max_update=4, model_
         "--num-workers", "0", "--seed", "1", "--cpu", "--no-epoch-checkpoints",
         "--required-batch-size-multiple", "1", *extra,
     ]
-    return run_cli("fairseq_cli.train", args, check=check, cwd=cwd)
+    return run_cli("fairseq_cli.train", args, check=check, cwd=cwd, fresh=fresh)
 
 
 def train_in_process(data_bin, save_dir, arch, flags=()):
@@ -130,25 +142,25 @@ def parse_generate(stdout):
 
 
 def generate(data_bin, checkpoint, extra=(), subset="test", beam=2, task_flags=(), user_dir=USER_DIR,
-             check=True):
+             check=True, fresh=False):
     """Decode ``subset`` with beam search; returns (hyps, srcs, CompletedProcess)."""
     proc = run_cli("fairseq_cli.generate", [
         data_bin, "--user-dir", user_dir, "--path", checkpoint, "--gen-subset", subset,
         "--beam", beam, "--max-len-b", "20", "--batch-size", "8", "--cpu",
         "--required-batch-size-multiple", "1", *task_flags, *extra,
-    ], check=check)
+    ], check=check, fresh=fresh)
     hyps, srcs = parse_generate(proc.stdout)
     return hyps, srcs, proc
 
 
-def interactive(data_bin, checkpoint, lines, extra=(), beam=2, task_flags=(), user_dir=USER_DIR):
+def interactive(data_bin, checkpoint, lines, extra=(), beam=2, task_flags=(), user_dir=USER_DIR, fresh=False):
     """Translate ``lines`` through fairseq-interactive; returns the list of
     hypotheses in input order."""
     proc = run_cli("fairseq_cli.interactive", [
         data_bin, "--user-dir", user_dir, "--path", checkpoint, "--beam", beam,
         "--max-len-b", "20", "--cpu", "--buffer-size", "4", "--batch-size", "4",
         *task_flags, *extra,
-    ], input="\n".join(lines) + "\n")
+    ], input="\n".join(lines) + "\n", fresh=fresh)
     hyps = {}
     for line in proc.stdout.splitlines():
         m = re.match(r"^H-(\d+)\t(\S+)\t(.*)$", line)

@@ -1,0 +1,235 @@
+"""Command-line runs in child processes of a preloaded fork server.
+
+``python -m fairseq_cli.train ...`` in a new interpreter spends most of a
+tiny test run importing torch, torch._dynamo (which torch.optim imports when
+the optimizer is built), scipy and scikit-learn (which fairseq's criterions
+import). Here a fork server (multiprocessing's "forkserver": a fresh
+interpreter started once per pytest process, never running test code) imports
+those libraries once, and every command runs in a new child process forked
+from it, exactly as ``python -m MODULE ARGS`` would run it:
+
+* its own process (own pid, exit status, stdout, stderr and stdin; it can be
+  SIGKILLed, or be one of several distributed ranks);
+* ``MODULE`` executed as ``__main__`` (:func:`runpy.run_module`), with
+  ``sys.argv``, ``sys.path[0]``, the working directory and the environment
+  of the command; an uncaught exception goes through ``sys.excepthook`` and
+  exits with status 1, ``SystemExit`` as the interpreter handles it, then the
+  ``atexit`` handlers run;
+* fairseq, fairseq_cli, fairseq_ctx and ``--user-dir`` are imported in the
+  child, as in a fresh interpreter: nothing preloaded configures logging,
+  registers a model or allows a global for weights-only ``torch.load``.
+
+What a child does not repeat is the import of the preloaded third-party
+libraries, so warnings those imports would print are not in its stderr: a
+test of a command's complete stderr (tests/test_warnings.py) runs a new
+interpreter (``fresh=True``).
+"""
+import multiprocessing.process as _mp_process
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+# the class of a program's main process (multiprocessing deletes its name);
+# taken when this module is imported, in the fork server's child before the
+# child becomes a multiprocessing worker
+_MainProcess = type(_mp_process.current_process())
+
+# Third-party libraries only (none configures logging or starts a thread).
+PRELOAD = ["numpy", "torch", "torch._dynamo", "scipy.stats", "sklearn.metrics", "omegaconf", "hydra"]
+
+
+def _fresh_multiprocessing():
+    """multiprocessing as a new interpreter has it: this is the main process
+    of its own program (not a worker of the fork server), with the platform's
+    default start method (torch's DataLoader workers: fork), no fork server
+    and its own resource tracker (not the test process's)."""
+    from multiprocessing import context, forkserver, resource_tracker
+
+    _mp_process._current_process = _MainProcess()
+    _mp_process._parent_process = None
+    _mp_process._children = set()
+    context._default_context._actual_context = None
+    server = forkserver.ForkServer()
+    forkserver._forkserver = server
+    for name in ("ensure_running", "get_inherited_fds", "connect_to_new_process", "set_forkserver_preload"):
+        setattr(forkserver, name, getattr(server, name))
+    tracker = resource_tracker.ResourceTracker()
+    resource_tracker._resource_tracker = tracker
+    for name in ("ensure_running", "register", "unregister", "getfd"):
+        setattr(resource_tracker, name, getattr(tracker, name))
+
+
+def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path):
+    """The body of the child process: ``python -m module *args``."""
+    import atexit
+    import io
+    import runpy
+
+    # stdio as a new interpreter would open it on these files
+    for fd, path, flags in ((0, stdin_path or os.devnull, os.O_RDONLY),
+                            (1, out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                            (2, err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+        new = os.open(path, flags, 0o644)
+        os.dup2(new, fd)
+        os.close(new)
+    unbuffered = bool(env.get("PYTHONUNBUFFERED"))
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.open(0, "rb", closefd=False), encoding="utf-8")
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(
+        io.open(1, "wb", buffering=0 if unbuffered else -1, closefd=False), encoding="utf-8",
+        write_through=unbuffered)
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.open(2, "wb", buffering=0 if unbuffered else -1, closefd=False), encoding="utf-8",
+        errors="backslashreplace", line_buffering=True)
+    _fresh_multiprocessing()
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    if "OMP_NUM_THREADS" in env:
+        import torch
+        torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
+    sys.path[:] = [os.getcwd(), *fresh_path]  # a new interpreter's, -m putting the cwd first
+    sys.argv = [module, *args]
+    code = 0
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        if e.code is None:
+            code = 0
+        elif isinstance(e.code, int):
+            code = e.code
+        else:
+            print(e.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+
+_CONTEXT = None
+_FRESH_PATH = None
+
+
+def _context():
+    global _CONTEXT, _FRESH_PATH
+    if _CONTEXT is None:
+        import json
+        import multiprocessing
+
+        # sys.path of a new interpreter (without the entry of its script or
+        # -m), not pytest's: the child starts from it
+        _FRESH_PATH = json.loads(subprocess.run(
+            [sys.executable, "-c", "import json, sys; print(json.dumps(sys.path[1:]))"],
+            capture_output=True, text=True, check=True, cwd="/").stdout)
+
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        # the server imports torch with OMP_NUM_THREADS=1, as the tests' commands run
+        saved = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = "1"
+        try:
+            from multiprocessing import forkserver
+            forkserver.ensure_running()
+        finally:
+            if saved is None:
+                del os.environ["OMP_NUM_THREADS"]
+            else:
+                os.environ["OMP_NUM_THREADS"] = saved
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+class CliProcess:
+    """``python -m MODULE ARGS`` started in a forked child (Popen-like:
+    ``pid``, ``poll()``, ``wait()``, ``kill()``, ``returncode``); its stdout
+    and stderr go to files, read with :meth:`stdout_text` / :meth:`stderr_text`."""
+
+    def __init__(self, module, args, cwd, env, input=None):
+        self._dir = tempfile.mkdtemp(prefix="cli_")
+        self.out_path = os.path.join(self._dir, "stdout")
+        self.err_path = os.path.join(self._dir, "stderr")
+        stdin_path = None
+        if input is not None:
+            stdin_path = os.path.join(self._dir, "stdin")
+            with open(stdin_path, "w", encoding="utf-8") as f:
+                f.write(input)
+        ctx = _context()
+        self._proc = ctx.Process(target=_child, args=(
+            module, [str(a) for a in args], str(cwd), dict(env), stdin_path, self.out_path, self.err_path,
+            _FRESH_PATH))
+        self._proc.start()
+        self.pid = self._proc.pid
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None and not self._proc.is_alive():
+            self._proc.join()
+            self.returncode = self._proc.exitcode
+        return self.returncode
+
+    def wait(self, timeout=None):
+        self._proc.join(timeout)
+        if self._proc.exitcode is None:
+            raise subprocess.TimeoutExpired(f"python -m {self._proc._args[0]}", timeout)
+        self.returncode = self._proc.exitcode
+        return self.returncode
+
+    def kill(self):
+        self._proc.kill()
+
+    def _read(self, path):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def stdout_text(self):
+        return self._read(self.out_path)
+
+    def stderr_text(self):
+        return self._read(self.err_path)
+
+    def wait_for_line(self, needle, timeout=600, poll=0.01):
+        """Block until a stdout line contains ``needle``; returns the
+        stdout so far, or None if the process ended first."""
+        end = time.time() + timeout
+        while time.time() < end:
+            text = self.stdout_text()
+            if any(needle in line for line in text.splitlines()):
+                return text
+            if self.poll() is not None:
+                return None
+            time.sleep(poll)
+        raise subprocess.TimeoutExpired(needle, timeout)
+
+    def cleanup(self):
+        import shutil
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def run(module, args, cwd, env, input=None, timeout=600):
+    """Run ``python -m module args`` to its end in a forked child; returns a
+    :class:`subprocess.CompletedProcess` with text stdout and stderr."""
+    proc = CliProcess(module, args, cwd, env, input=input)
+    try:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        return subprocess.CompletedProcess([sys.executable, "-m", module, *map(str, args)], proc.returncode,
+                                           proc.stdout_text(), proc.stderr_text())
+    finally:
+        proc.cleanup()
