@@ -25,14 +25,13 @@ allow-list on the broadcast state, is in test_safe_loading.py.)
 import os
 import random
 import signal
-import subprocess
-import sys
 
 import pytest
 import torch
 
 import fairseq_ctx
 from fairseq_ctx.architectures import select
+from tests import cli_process
 from tests.utils import REPO, TINY_MODEL_FLAGS, USER_DIR, make_parallel_data, preprocess, validate
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
@@ -53,16 +52,17 @@ def data_bin(tmp_path_factory):
     return preprocess(root / "raw", root / "bin")
 
 
-def _train_cmd(data_bin, save, variant, extra=()):
+def _train_args(data_bin, save, variant, extra=()):
+    """fairseq-train's command line (after ``python -m fairseq_cli.train``)."""
     v = VARIANTS[variant]
-    return [sys.executable, "-m", "fairseq_cli.train", str(data_bin), "--user-dir", USER_DIR,
+    return [str(data_bin), "--user-dir", USER_DIR,
             "--arch", v.arch, *TINY_MODEL_FLAGS, *v.flags, *v.task,
             "--dropout", "0", "--attention-dropout", "0", "--activation-dropout", "0",
             "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "4",
             "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
             "--max-tokens", "100", "--required-batch-size-multiple", "1", "--num-workers", "0",
             "--seed", "3", "--cpu", "--save-dir", str(save), "--no-progress-bar", "--log-interval", "1",
-            "--log-format", "simple", "--no-epoch-checkpoints", *extra]
+            "--log-format", "simple", "--no-epoch-checkpoints", *map(str, extra)]
 
 
 def _env():
@@ -73,9 +73,12 @@ def _check(proc, out):
     assert proc.returncode == 0, out[-6000:]
 
 
+# Each run is a process of its own (tests/cli_process.py: a child of the
+# preloaded fork server, ``python -m fairseq_cli.train`` run as __main__).
+
 def _reference(data_bin, save, variant):
-    cmd = _train_cmd(data_bin, save, variant, ["--update-freq", "2", "--max-update", MAX_UPDATE])
-    proc = subprocess.run([str(c) for c in cmd], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600)
+    proc = cli_process.run("fairseq_cli.train", _train_args(data_bin, save, variant, [
+        "--update-freq", "2", "--max-update", MAX_UPDATE]), cwd=REPO, env=_env())
     _check(proc, proc.stdout + proc.stderr)
     return proc.stdout + proc.stderr
 
@@ -84,13 +87,16 @@ def _two_ranks(data_bin, save, variant):
     port = random.randint(20000, 60000)
     procs = []
     for rank in (0, 1):
-        cmd = _train_cmd(data_bin, save, variant, [
+        args = _train_args(data_bin, save, variant, [
             "--max-update", MAX_UPDATE, "--distributed-world-size", "2", "--distributed-rank", rank,
             "--distributed-backend", "gloo", "--distributed-no-spawn", "--ddp-backend", "legacy_ddp",
             "--distributed-init-method", f"tcp://127.0.0.1:{port}"])
-        procs.append(subprocess.Popen([str(c) for c in cmd], cwd=REPO, env=_env(), text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
-    outs = [p.communicate(timeout=600)[0] for p in procs]
+        procs.append(cli_process.CliProcess("fairseq_cli.train", args, cwd=REPO, env=_env()))
+    outs = []
+    for p in procs:
+        p.wait(timeout=600)
+        outs.append(p.stdout_text() + p.stderr_text())
+        p.cleanup()
     for p, out in zip(procs, outs):
         _check(p, out)
     return outs
@@ -99,25 +105,20 @@ def _two_ranks(data_bin, save, variant):
 def _killed_then_resumed(data_bin, save, variant):
     """Train with a checkpoint every SAVE_EVERY updates, SIGKILL the process as
     soon as it reports the first one, then resume to MAX_UPDATE."""
-    cmd = _train_cmd(data_bin, save, variant, ["--update-freq", "2", "--max-update", 1000,
-                                               "--save-interval-updates", SAVE_EVERY])
-    proc = subprocess.Popen([str(c) for c in cmd], cwd=REPO, env=_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    seen = []
-    for line in proc.stdout:
-        seen.append(line)
-        if "Saved checkpoint" in line:
-            proc.send_signal(signal.SIGKILL)
-            break
+    proc = cli_process.CliProcess("fairseq_cli.train", _train_args(data_bin, save, variant, [
+        "--update-freq", "2", "--max-update", 1000, "--save-interval-updates", SAVE_EVERY]), cwd=REPO, env=_env())
+    proc.wait_for_line("Saved checkpoint", timeout=600)
+    proc.kill()
     proc.wait(timeout=60)
-    proc.stdout.close()
-    assert proc.returncode == -signal.SIGKILL, "".join(seen)[-6000:]
+    seen = proc.stdout_text() + proc.stderr_text()
+    proc.cleanup()
+    assert proc.returncode == -signal.SIGKILL, seen[-6000:]
     killed_at = torch.load(save / "checkpoint_last.pt")["optimizer_history"][-1]["num_updates"]
     assert 0 < killed_at < MAX_UPDATE, f"killed at update {killed_at}, expected before {MAX_UPDATE}"
 
-    cmd = _train_cmd(data_bin, save, variant, ["--update-freq", "2", "--max-update", MAX_UPDATE,
-                                               "--save-interval-updates", SAVE_EVERY])
-    done = subprocess.run([str(c) for c in cmd], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600)
+    done = cli_process.run("fairseq_cli.train", _train_args(data_bin, save, variant, [
+        "--update-freq", "2", "--max-update", MAX_UPDATE, "--save-interval-updates", SAVE_EVERY]),
+        cwd=REPO, env=_env())
     out = done.stdout + done.stderr
     _check(done, out)
     return killed_at, out

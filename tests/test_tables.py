@@ -21,6 +21,7 @@ from fairseq_ctx.tables.datasets import DATASETS
 from fairseq_ctx.tables.definition import BLEU_FLAVOURS, TableError
 from fairseq_ctx.tables.running import SMOKE_AVERAGE, SMOKE_GENERATE, SMOKE_TRAIN, TableRun, smoke_model_flags
 
+from . import cli_process
 from .utils import REPO, USER_DIR, make_parallel_data, preprocess
 
 CONFIGS = REPO / "configs"
@@ -364,10 +365,39 @@ def run_table(table, *args, cwd=REPO):
     return proc.stdout + proc.stderr
 
 
-def test_gret_table4_smoke_end_to_end_and_resume(tiny_bible, tmp_path):
+def _forked_commands(real_run):
+    """``subprocess.run`` for the runner (fairseq_ctx/tables/running.py): its
+    ``python -m fairseq_cli.train`` / ``fairseq_cli.generate`` commands run as
+    they are, each in a process of its own forked from the preloaded fork
+    server (tests/cli_process.py), their output appended to the log file the
+    runner gives; any other command runs as the runner asked."""
+    def run(cmd, cwd=None, env=None, stdout=None, stderr=None, **kwargs):
+        cmd = [str(c) for c in cmd]
+        if cmd[:2] != [sys.executable, "-m"] or stderr != subprocess.STDOUT or kwargs:
+            return real_run(cmd, cwd=cwd, env=env, stdout=stdout, stderr=stderr, **kwargs)
+        proc = cli_process.run(cmd[2], cmd[3:], cwd=cwd or os.getcwd(), env=os.environ if env is None else env)
+        stdout.write(proc.stdout + proc.stderr)
+        stdout.flush()
+        return subprocess.CompletedProcess(cmd, proc.returncode)
+    return run
+
+
+def test_gret_table4_smoke_end_to_end_and_resume(tiny_bible, tmp_path, monkeypatch, capsys):
+    from fairseq_ctx.tables import running
+    from fairseq_ctx.tables.__main__ import main
+
     out = tmp_path / "out"
-    stdout = run_table("gret-table4", "--smoke", "--data", tiny_bible / "bin", "--out", out,
-                       "--bootstrap-samples", "50")
+    # the first run in this process (as `python -m fairseq_ctx.tables` from the checkout runs it), its
+    # training and decoding commands in processes of their own; the re-runs below are new interpreters
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(running, "subprocess", SimpleNamespace(run=_forked_commands(subprocess.run),
+                                                               STDOUT=subprocess.STDOUT))
+    assert main(["gret-table4", "--smoke", "--data", str(tiny_bible / "bin"), "--out", str(out),
+                 "--bootstrap-samples", "50"]) == 0
+    captured = capsys.readouterr()
+    stdout = captured.out + captured.err
+    monkeypatch.undo()
     result = json.loads((out / "gret-table4" / "table.json").read_text())
     rows = {r["label"]: r for r in result["rows"]}
     assert list(rows) == ["Transformer-Base", "GRET-Base", "Transformer-Big", "GRET-Big"]
