@@ -27,7 +27,16 @@ binarized data and with the same model size:
   that a variant computes counts as its work (a context batch padded to its
   longest context lowers the bound);
 
-each as a ratio against plain ``transformer`` measured in the same run. Every
+each as a ratio against plain ``transformer`` measured in the same run. Times
+are the process's CPU time when it runs one thread on CPU (``--clock auto``,
+the default with ``--threads 1``): on one thread CPU time equals wall time on
+a quiet machine, and on a machine shared with other jobs it does not count
+the time the process waits for a core, so rates stay comparable (measured on
+the development machine with both cores training: the baseline's training
+rate was within 5% of a quiet run's, and ctxenc's ratio by CPU time and by
+wall time 0.692 and 0.696 in the same alternating run). With several threads
+or on CUDA it is wall time (``--clock wall``; CPU time would add up the
+threads). Every
 variant runs in a fresh subprocess (so peak memory is its own), variants
 alternate over ``--repeats`` rounds; values are medians over rounds, and
 ratios are medians of the per-round ratios (each variant against the baseline
@@ -95,6 +104,7 @@ def measure(opts):
     if opts.threads:
         torch.set_num_threads(opts.threads)
     device = torch.device(opts.device)
+    clock = time.process_time if opts.clock == "cpu" else time.perf_counter
     cli = [opts.data, "--user-dir", os.path.join(REPO, "fairseq_ctx"), "--arch", opts.arch,
            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
            "--optimizer", "adam", "--lr", "0.0005", "--max-tokens", str(opts.max_tokens),
@@ -140,7 +150,7 @@ def measure(opts):
             train_iter = batches("train", max_tokens=opts.max_tokens)
             sample = next(train_iter)
         sync()
-        start = time.perf_counter()
+        start = clock()
         with torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32 and device.type == "cuda"):
             loss, _, log = criterion(model, sample)
         optimizer.zero_grad(set_to_none=True)
@@ -148,7 +158,7 @@ def measure(opts):
         optimizer.step()
         sync()
         if step >= opts.warmup_updates:
-            elapsed += time.perf_counter() - start
+            elapsed += clock() - start
             tokens += int(log["ntokens"])
             timed_samples.append(sample)
     train_tok_s = tokens / elapsed
@@ -172,10 +182,10 @@ def measure(opts):
                 task.inference_step(generator, [model], sample)
                 first = False
             sync()
-            start = time.perf_counter()
+            start = clock()
             hypos = task.inference_step(generator, [model], sample)
             sync()
-            dec_elapsed += time.perf_counter() - start
+            dec_elapsed += clock() - start
             sents += len(hypos)
             gen_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos)
             decode_samples.append(sample)
@@ -278,7 +288,7 @@ def run_child(opts, label, arch, flags):
            "--flags", json.dumps(flags)]
     for name in ("size", "device", "precision", "max_tokens", "train_updates", "warmup_updates",
                  "decode_sentences", "decode_batch_size", "beam", "decode_length", "max_len_a", "max_len_b",
-                 "gen_subset", "threads"):
+                 "gen_subset", "threads", "clock"):
         cmd += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCHMARK_JSON ")]
@@ -315,6 +325,9 @@ def main():
     p.add_argument("--gen-subset", default="valid")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--repeats", type=int, default=1, help="alternating rounds; the median is reported")
+    p.add_argument("--clock", choices=["auto", "cpu", "wall"], default="auto",
+                   help="cpu: the process's CPU time (one thread on CPU only); wall: elapsed time; auto (default): "
+                        "cpu with --threads 1 on CPU, else wall")
     p.add_argument("--json", help="write the results here")
     # internal: one measurement in a child process
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -330,6 +343,10 @@ def main():
         return
     if opts.repeats < 1 or opts.train_updates < 1 or opts.decode_sentences < 1:
         p.error("--repeats, --train-updates and --decode-sentences must be at least 1")
+    if opts.clock == "auto":
+        opts.clock = "cpu" if opts.threads == 1 and opts.device == "cpu" else "wall"
+    if opts.clock == "cpu" and (opts.threads != 1 or opts.device != "cpu"):
+        p.error("--clock cpu: needs --threads 1 and --device cpu (CPU time adds up threads and does not see a GPU)")
 
     variants = variants_of(opts)
     runs = {label: [] for label, _, _ in variants}
@@ -351,7 +368,8 @@ def main():
     header = f"{'variant':<28}" + "".join(f"{name:>22}" for _, name in METRICS) \
         + "".join(f"{name:>26}" for name in ("train ratio / bound", "dec ratio / bound"))
     print(f"\nsize={opts.size} device={opts.device} precision={opts.precision} "
-          f"max_tokens={opts.max_tokens} beam={opts.beam} repeats={opts.repeats} (value, ratio to transformer)")
+          f"max_tokens={opts.max_tokens} beam={opts.beam} repeats={opts.repeats} clock={opts.clock} "
+          "(value, ratio to transformer)")
     print(header)
     print("-" * len(header))
     for label, res in results.items():

@@ -4,12 +4,11 @@ import importlib.util
 import json
 import math
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
+from tests import cli_process
 from tests.utils import REPO, build_model, make_parallel_data, preprocess
 
 
@@ -20,18 +19,24 @@ def _benchmark_module():
     return module
 
 
+def _benchmark(*args):
+    """``python scripts/benchmark.py ARGS`` from the checkout, in a process of
+    its own forked from the preloaded fork server (tests/cli_process.py)."""
+    return cli_process.run("scripts/benchmark.py", args, cwd=REPO, env=dict(os.environ), timeout=600, script=True)
+
+
 def test_benchmark_reports_ratios(tmp_path):
     data_bin = preprocess(make_parallel_data(tmp_path / "raw", num_train=64, num_valid=10), tmp_path / "bin")
     out = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [sys.executable, "scripts/benchmark.py", str(data_bin), "--train-updates", "2", "--warmup-updates", "1",
-         "--decode-sentences", "10", "--max-tokens", "400", "--threads", "1",
-         "--variant", "wide-ffn", "transformer", "--encoder-ffn-embed-dim 512", "--json", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
+    proc = _benchmark(str(data_bin), "--train-updates", "2", "--warmup-updates", "1",
+                      "--decode-sentences", "10", "--max-tokens", "400", "--threads", "1",
+                      "--variant", "wide-ffn", "transformer", "--encoder-ffn-embed-dim 512", "--json", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "wide-ffn" in proc.stdout and "(1.00x)" in proc.stdout
     results = json.loads(out.read_text())["results"]
     assert set(results) == {"transformer", "wide-ffn"}
+    # one thread on CPU: timed by the process's CPU time (robust on a shared machine)
+    assert json.loads(out.read_text())["settings"]["clock"] == "cpu" and "clock=cpu" in proc.stdout
     for key in ("params", "train_tok_s", "decode_sent_s", "decode_tok_s", "peak_mem_mb",
                 "train_flops_tok", "decode_flops_tok"):
         assert results["transformer"][key + "_ratio"] == 1.0
@@ -53,9 +58,11 @@ def test_benchmark_reports_ratios(tmp_path):
 
 
 def test_benchmark_rejects_missing_data(tmp_path):
-    proc = subprocess.run([sys.executable, "scripts/benchmark.py", str(tmp_path / "nope")], cwd=REPO,
-                          capture_output=True, text=True)
+    proc = _benchmark(str(tmp_path / "nope"))
     assert proc.returncode != 0 and "data directory not found" in proc.stderr
+    # CPU time adds up threads: asked for with several, it is refused
+    proc = _benchmark(str(tmp_path), "--clock", "cpu", "--threads", "2")
+    assert proc.returncode != 0 and "--clock cpu: needs --threads 1" in proc.stderr
 
 
 def test_benchmark_variants_come_from_the_architecture_list(tmp_path):
@@ -89,8 +96,7 @@ def test_benchmark_variants_come_from_the_architecture_list(tmp_path):
                     ("w", "transformer", ["--encoder-ffn-embed-dim", "512"])]
     assert variants(variants=["dc"], archs=["transformer_gret"]) == [
         base, ("dc", "transformer_dc", []), ("transformer_gret", "transformer_gret", [])]
-    proc = subprocess.run([sys.executable, "scripts/benchmark.py", str(tmp_path), "--variants", "nope"], cwd=REPO,
-                          capture_output=True, text=True)
+    proc = _benchmark(str(tmp_path), "--variants", "nope")
     assert proc.returncode == 2 and "invalid choice: 'nope'" in proc.stderr and "ctxsan_both" in proc.stderr
 
 
