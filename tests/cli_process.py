@@ -61,8 +61,9 @@ def _fresh_multiprocessing():
         setattr(resource_tracker, name, getattr(tracker, name))
 
 
-def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path):
-    """The body of the child process: ``python -m module *args``."""
+def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path, script=False):
+    """The body of the child process: ``python -m module *args``, or with
+    ``script`` ``python module *args`` (``module`` a file path)."""
     import atexit
     import io
     import runpy
@@ -89,11 +90,15 @@ def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path):
     if "OMP_NUM_THREADS" in env:
         import torch
         torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
-    sys.path[:] = [os.getcwd(), *fresh_path]  # a new interpreter's, -m putting the cwd first
+    # a new interpreter's sys.path, -m putting the cwd first, a script its directory
+    sys.path[:] = [os.path.dirname(os.path.abspath(module)) if script else os.getcwd(), *fresh_path]
     sys.argv = [module, *args]
     code = 0
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        if script:
+            runpy.run_path(module, run_name="__main__")
+        else:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as e:
         if e.code is None:
             code = 0
@@ -154,7 +159,7 @@ class CliProcess:
     ``pid``, ``poll()``, ``wait()``, ``kill()``, ``returncode``); its stdout
     and stderr go to files, read with :meth:`stdout_text` / :meth:`stderr_text`."""
 
-    def __init__(self, module, args, cwd, env, input=None):
+    def __init__(self, module, args, cwd, env, input=None, script=False):
         self._dir = tempfile.mkdtemp(prefix="cli_")
         self.out_path = os.path.join(self._dir, "stdout")
         self.err_path = os.path.join(self._dir, "stderr")
@@ -166,7 +171,8 @@ class CliProcess:
         ctx = _context()
         self._proc = ctx.Process(target=_child, args=(
             module, [str(a) for a in args], str(cwd), dict(env), stdin_path, self.out_path, self.err_path,
-            _FRESH_PATH))
+            _FRESH_PATH, script))
+        self._what = f"python {module}" if script else f"python -m {module}"
         self._proc.start()
         self.pid = self._proc.pid
         self.returncode = None
@@ -180,7 +186,7 @@ class CliProcess:
     def wait(self, timeout=None):
         self._proc.join(timeout)
         if self._proc.exitcode is None:
-            raise subprocess.TimeoutExpired(f"python -m {self._proc._args[0]}", timeout)
+            raise subprocess.TimeoutExpired(self._what, timeout)
         self.returncode = self._proc.exitcode
         return self.returncode
 
@@ -218,10 +224,11 @@ class CliProcess:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def run(module, args, cwd, env, input=None, timeout=600):
-    """Run ``python -m module args`` to its end in a forked child; returns a
-    :class:`subprocess.CompletedProcess` with text stdout and stderr."""
-    proc = CliProcess(module, args, cwd, env, input=input)
+def run(module, args, cwd, env, input=None, timeout=600, script=False):
+    """Run ``python -m module args`` (``script``: ``python module args``) to
+    its end in a forked child; returns a :class:`subprocess.CompletedProcess`
+    with text stdout and stderr."""
+    proc = CliProcess(module, args, cwd, env, input=input, script=script)
     try:
         try:
             proc.wait(timeout)
@@ -229,7 +236,8 @@ def run(module, args, cwd, env, input=None, timeout=600):
             proc.kill()
             proc.wait()
             raise
-        return subprocess.CompletedProcess([sys.executable, "-m", module, *map(str, args)], proc.returncode,
+        cmd = [sys.executable, *([] if script else ["-m"]), module, *map(str, args)]
+        return subprocess.CompletedProcess(cmd, proc.returncode,
                                            proc.stdout_text(), proc.stderr_text())
     finally:
         proc.cleanup()

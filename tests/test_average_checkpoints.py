@@ -1,19 +1,15 @@
 """fairseq-ctx-average-checkpoints averages parameters and the result decodes."""
-import subprocess
-import sys
-
 import pytest
 import torch
 
 import fairseq_ctx
-from tests.utils import REPO, generate, make_parallel_data, preprocess, train
+from tests.utils import generate, make_parallel_data, preprocess, run_cli, train
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 
 def _average(*args):
-    return subprocess.run([sys.executable, "-m", "fairseq_ctx.average_checkpoints", *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True)
+    return run_cli("fairseq_ctx.average_checkpoints", args, check=False)
 
 
 @pytest.fixture(scope="module")

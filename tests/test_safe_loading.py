@@ -1,14 +1,13 @@
 """Weights-only checkpoint loading: fairseq checkpoints of every kind load,
 a checkpoint that smuggles in a callable is refused with a clear error."""
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 import fairseq_ctx
 from fairseq_ctx.safe_loading import fairseq_safe_globals
+from tests import cli_process
 from tests.utils import REPO, TINY_MODEL_FLAGS, USER_DIR, generate, make_parallel_data, preprocess, run_cli, train
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
@@ -80,10 +79,11 @@ def test_without_plugin_fairseq_refuses_its_own_checkpoint(tmp_path, data_bin):
 
 
 def _two_process_train(data_bin, save, max_update, port):
-    """Two CPU ranks with gloo, launched as separate processes (the form that works on CPU)."""
+    """Two CPU ranks with gloo, launched as separate processes (the form that
+    works on CPU; here children of the preloaded fork server, tests/cli_process.py)."""
     procs = []
     for rank in (0, 1):
-        cmd = [sys.executable, "-m", "fairseq_cli.train", str(data_bin), "--user-dir", USER_DIR,
+        args = [str(data_bin), "--user-dir", USER_DIR,
                "--arch", "transformer", *TINY_MODEL_FLAGS, "--optimizer", "adam", "--lr", "0.005",
                "--max-tokens", "500", "--max-update", str(max_update), "--save-dir", str(save), "--cpu",
                "--distributed-world-size", "2", "--distributed-rank", str(rank),
@@ -92,9 +92,13 @@ def _two_process_train(data_bin, save, max_update, port):
                "--required-batch-size-multiple", "1", "--num-workers", "0",
                "--eval-bleu", "--eval-bleu-args", '{"beam": 1, "max_len_b": 10}',
                "--best-checkpoint-metric", "bleu", "--maximize-best-checkpoint-metric"]
-        procs.append(subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                      env={**os.environ, "OMP_NUM_THREADS": "1"}))
-    outs = [p.communicate(timeout=300)[0] for p in procs]
+        procs.append(cli_process.CliProcess("fairseq_cli.train", args, cwd=REPO,
+                                            env={**os.environ, "OMP_NUM_THREADS": "1"}))
+    outs = []
+    for p in procs:
+        p.wait(timeout=300)
+        outs.append(p.stdout_text() + p.stderr_text())
+        p.cleanup()
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out[-4000:]
     return outs
