@@ -93,6 +93,20 @@ def test_stopping_rule():
         "than 1% (relative), or at 25 epochs")
 
 
+def test_a_run_is_tested_against_its_control():
+    """GRET's gain is measured against the baseline continued from the same
+    checkpoint as well as against the baseline: a paired bootstrap of the run
+    against its control, the control as the reference."""
+    from fairseq_ctx.study.report import paired_controls
+
+    refs = [f"the king saw his son number {i} ." for i in range(40)]
+    worse = [r.replace("son", "father") for r in refs]
+    records = [{"name": "gret", "control": "cont"}, {"name": "cont", "control": None}]
+    paired_controls(records, {"gret": refs, "cont": worse}, refs)
+    assert records[0]["delta_bleu_vs_control"] > 10 and 0 <= records[0]["p_value_vs_control"] < 0.05
+    assert "delta_bleu_vs_control" not in records[1]
+
+
 def test_record_status(tmp_path):
     """A run is 'not started' without a finished epoch, 'training' with one."""
     from types import SimpleNamespace
@@ -238,6 +252,14 @@ def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):
     cmd = train_command("bin", "user-dir", str(tmp_path), gret, 1)
     assert cmd[cmd.index("--gret-warm-start") + 1] == str(tmp_path / "transformer" / "checkpoint_best.pt")
     assert cmd[cmd.index("--max-epoch") + 1] == "1" and cmd[cmd.index("--seed") + 1] == "1"
+    # GRET's control, the baseline trained on from the same checkpoint: fairseq's
+    # fine-tuning start (fresh optimizer and schedule on the first epoch; later
+    # epochs resume from the run's own checkpoint_last.pt)
+    continued = by_name(["transformer-continued"])[0]
+    assert gret.control == continued.name and continued.arch == "transformer"
+    cmd = train_command("bin", "user-dir", str(tmp_path), continued, 3)
+    assert cmd[cmd.index("--finetune-from-model") + 1] == str(tmp_path / "transformer" / "checkpoint_best.pt")
+    assert "--gret-warm-start" not in cmd
 
 
 def test_a_run_locked_by_another_process_is_skipped(tmp_path):

@@ -51,6 +51,7 @@ def train_all(opts, selected, bin_dir, user_dir):
 def base_record(opts, run) -> dict:
     hist = history(opts.out, run)
     rec = {"name": run.name, "label": run.label, "arch": run.arch, "seed": run.seed, "flags": run.flags,
+           "warm_start": run.warm_start, "control": run.control,
            "params": params_from_logs(opts.out, run), "epochs": len(hist),
            "updates": hist[-1]["updates"] if hist else 0,
            "valid_loss": min(h["valid_loss"] for h in hist) if hist else None,
@@ -126,6 +127,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
 
     extra = {"setup": report.setup_record(counts, opts.settings)}
     extra["bootstrap_signature"] = report.paired(records, hyps, refs)
+    report.paired_controls(records, hyps, refs)
     extra["seed_spread"] = report.seed_spread(records)
     if hyps:
         from fairseq_ctx.evaluation.length_buckets import bleu_by_length, plot_length_buckets

@@ -24,6 +24,19 @@ def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], bas
     return signature
 
 
+def paired_controls(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str]):
+    """Paired bootstrap of each run that names a ``control`` run against it
+    (GRET against the baseline continued from the same checkpoint)."""
+    from fairseq_ctx.evaluation.bleu import paired_bootstrap
+
+    for rec in records:
+        control = rec.get("control")
+        if control and rec["name"] in hyps and control in hyps:
+            res = paired_bootstrap(hyps[control], {rec["name"]: hyps[rec["name"]]}, refs)[0][rec["name"]]
+            rec["delta_bleu_vs_control"] = round(res.delta, 2)
+            rec["p_value_vs_control"] = round(res.p_value, 4)
+
+
 def shuffled_drop(rec: Dict, hyps: List[str], shuffled_hyps: List[str], refs: List[str]):
     """BLEU with shuffled context against true context, paired bootstrap
     (the same resamples and settings as :func:`paired`): whether a context
@@ -41,7 +54,8 @@ def seed_spread(records: List[Dict]) -> Dict[str, Dict]:
     for rec in records:
         if rec["seed"] == 1:
             continue
-        first = [r for r in records if r["seed"] == 1 and r["arch"] == rec["arch"] and r["flags"] == rec["flags"]]
+        first = [r for r in records if r["seed"] == 1 and r["arch"] == rec["arch"] and r["flags"] == rec["flags"]
+                 and not r.get("warm_start")]
         if first and "bleu" in first[0] and "bleu" in rec:
             spread[rec["arch"]] = {"bleu": [first[0]["bleu"], rec["bleu"]],
                                    "bleu_spread": round(abs(first[0]["bleu"] - rec["bleu"]), 2),

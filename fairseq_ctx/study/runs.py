@@ -86,8 +86,11 @@ class Run:
     seed: int = 1
     # flags for training and decoding alike (task mode, architecture options)
     flags: List[str] = field(default_factory=list)
-    # a run whose checkpoint_best.pt initialises this one (GRET)
+    # a run whose checkpoint_best.pt initialises this one (GRET, and the
+    # baseline continued from itself as GRET's control)
     warm_start: Optional[str] = None
+    # a run this one is also tested against (paired bootstrap), beside the baseline
+    control: Optional[str] = None
     # decode again with --shuffle-context and score the contrastive set
     uses_context: bool = False
     label: str = ""
@@ -104,7 +107,13 @@ RUNS = [
     Run("concat", "transformer", flags=["--concat-context"], uses_context=True, label="Concatenation"),
     Run("transformer_ctxsan", "transformer_ctxsan", label="CSAN deep-global+deep (Yang)"),
     Run("transformer_dc", "transformer_dc", label="Enc-DC (Ampomah)"),
-    Run("transformer_gret", "transformer_gret", warm_start="transformer", label="GRET (Weng), warm start"),
+    Run("transformer_gret", "transformer_gret", warm_start="transformer", control="transformer-continued",
+        label="GRET (Weng), warm start"),
+    # GRET's control: the baseline trained on from its best checkpoint with the
+    # same fresh optimizer, warm-up and stopping rule as GRET's warm start, so
+    # that what a restart alone gives is not credited to GRET's modules
+    Run("transformer-continued", "transformer", warm_start="transformer",
+        label="Transformer, continued (GRET's control)"),
     Run("transformer_ctxenc_random", "transformer_ctxenc", flags=["--context-mode", "random"],
         uses_context=True, label="Context encoder, random context"),
     Run("transformer-seed2", "transformer", seed=2, label="Transformer, seed 2"),

@@ -107,7 +107,12 @@ def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
            *settings.size, *settings.recipe, *run.task_flags, "--seed", str(run.seed), "--cpu",
            "--save-dir", run_dir(out, run), "--max-epoch", str(epoch)]
     if run.warm_start:
-        cmd += ["--gret-warm-start", os.path.join(out, run.warm_start, "checkpoint_best.pt")]
+        # GRET builds its new modules around the source's weights; a run of the
+        # source's own architecture starts from them with fairseq's fine-tuning
+        # (fresh optimizer, schedule and meters). Both apply only to the first
+        # epoch: later ones resume from the run's own checkpoint_last.pt.
+        flag = "--gret-warm-start" if run.arch.startswith("transformer_gret") else "--finetune-from-model"
+        cmd += [flag, os.path.join(out, run.warm_start, "checkpoint_best.pt")]
     return cmd
 
 
