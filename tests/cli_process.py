@@ -3,26 +3,31 @@
 ``python -m fairseq_cli.train ...`` in a new interpreter spends most of a
 tiny test run importing torch, torch._dynamo (which torch.optim imports when
 the optimizer is built), scipy and scikit-learn (which fairseq's criterions
-import). Here a fork server (multiprocessing's "forkserver": a fresh
-interpreter started once per pytest process, never running test code) imports
-those libraries once, and every command runs in a new child process forked
-from it, exactly as ``python -m MODULE ARGS`` would run it:
+import) and fairseq: 4-6 s of CPU per command. Here a fork server
+(multiprocessing's "forkserver": a new interpreter started once per pytest
+process, never running test code) imports those once, and every command runs
+in a new child process forked from it, as ``python -m MODULE ARGS`` (or
+``python SCRIPT ARGS``) would run:
 
-* its own process (own pid, exit status, stdout, stderr and stdin; it can be
-  SIGKILLed, or be one of several distributed ranks);
-* ``MODULE`` executed as ``__main__`` (:func:`runpy.run_module`), with
-  ``sys.argv``, ``sys.path[0]``, the working directory and the environment
-  of the command; an uncaught exception goes through ``sys.excepthook`` and
-  exits with status 1, ``SystemExit`` as the interpreter handles it, then the
-  ``atexit`` handlers run;
-* fairseq, fairseq_cli, fairseq_ctx and ``--user-dir`` are imported in the
-  child, as in a fresh interpreter: nothing preloaded configures logging,
-  registers a model or allows a global for weights-only ``torch.load``.
+* its own process: own pid, exit status, stdout, stderr and stdin; it can be
+  SIGKILLed, or be one of several distributed ranks;
+* ``MODULE`` executed as ``__main__`` (:func:`runpy.run_module`), with the
+  command's ``sys.argv``, working directory and environment, and a new
+  interpreter's ``sys.path`` (the working directory first, as ``-m`` puts
+  it); an uncaught exception goes through ``sys.excepthook`` and exits with
+  status 1, ``SystemExit`` as the interpreter handles it, then the
+  ``atexit`` handlers run; multiprocessing as in a new interpreter;
+* fairseq_cli's modules, fairseq_ctx and ``--user-dir`` are imported by the
+  command itself: nothing preloaded registers a model, patches fairseq or
+  allows a global for weights-only ``torch.load``; logging is set up as a
+  new interpreter sets it up (tests/cli_preload.py holds back what importing
+  fairseq does to it until the command imports fairseq).
 
-What a child does not repeat is the import of the preloaded third-party
-libraries, so warnings those imports would print are not in its stderr: a
-test of a command's complete stderr (tests/test_warnings.py) runs a new
-interpreter (``fresh=True``).
+What a child does not repeat is the import itself, so warnings or log lines
+that importing torch or fairseq would print are not in its output: a test of
+a command's complete stderr (tests/test_warnings.py) runs a new interpreter
+(``fresh=True`` of tests.utils.run_cli). tests/test_registration.py and
+tests/test_console_scripts.py start new interpreters too.
 """
 import multiprocessing.process as _mp_process
 import os
@@ -36,8 +41,10 @@ import time
 # child becomes a multiprocessing worker
 _MainProcess = type(_mp_process.current_process())
 
-# Third-party libraries only (none configures logging or starts a thread).
-PRELOAD = ["numpy", "torch", "torch._dynamo", "scipy.stats", "sklearn.metrics", "omegaconf", "hydra"]
+# Third-party libraries (none configures logging or starts a thread), then
+# fairseq with its import-time logging set-up held back (tests/cli_preload.py).
+PRELOAD = ["numpy", "torch", "torch._dynamo", "scipy.stats", "sklearn.metrics", "omegaconf", "hydra",
+           "tests.cli_preload"]
 
 
 def _fresh_multiprocessing():
@@ -59,6 +66,38 @@ def _fresh_multiprocessing():
     resource_tracker._resource_tracker = tracker
     for name in ("ensure_running", "register", "unregister", "getfd"):
         setattr(resource_tracker, name, getattr(tracker, name))
+
+
+def _replay_at_first_fairseq_import():
+    """What importing fairseq does to logging (recorded by tests/cli_preload.py
+    in the server), done when the command first imports fairseq, as in a new
+    interpreter."""
+    import builtins
+    import importlib
+    import logging
+
+    preload = sys.modules.get("tests.cli_preload")
+    if preload is None or not preload.BASIC_CONFIG_CALLS:
+        return
+    real_import, real_import_module = builtins.__import__, importlib.import_module
+
+    def replay(name):
+        if name == "fairseq" or name.startswith("fairseq."):
+            builtins.__import__, importlib.import_module = real_import, real_import_module
+            for args, kwargs in preload.BASIC_CONFIG_CALLS:
+                logging.basicConfig(*args, **kwargs)
+
+    def first_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0:
+            replay(name)
+        return real_import(name, globals, locals, fromlist, level)
+
+    def first_import_module(name, package=None):
+        if not name.startswith("."):
+            replay(name)
+        return real_import_module(name, package)
+
+    builtins.__import__, importlib.import_module = first_import, first_import_module
 
 
 def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path, script=False):
@@ -93,6 +132,7 @@ def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path, s
     # a new interpreter's sys.path, -m putting the cwd first, a script its directory
     sys.path[:] = [os.path.dirname(os.path.abspath(module)) if script else os.getcwd(), *fresh_path]
     sys.argv = [module, *args]
+    _replay_at_first_fairseq_import()
     code = 0
     try:
         if script:

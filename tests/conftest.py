@@ -10,6 +10,38 @@ import pytest
 from fairseq_ctx.architectures import BY_NAME, TINY_FLAGS
 
 
+def _no_wait_for_unreachable_loader_workers():
+    """fairseq's batch iterators keep torch's DataLoader iterator in a
+    reference cycle, so after an in-process fairseq-generate / -interactive /
+    -validate the cycle is freed by the garbage collector, which finalizes the
+    DataLoader's index queues (their feeder threads stop) before the
+    iterator's ``__del__`` sends each worker its stop signal through them:
+    the signal never arrives and ``_shutdown_workers`` waits its 5 s join
+    timeout per worker, then terminates them. Here, with the feeders already
+    stopped, it terminates them at once (what it ends up doing anyway).
+    The test process only: commands run in their own processes are untouched."""
+    from torch.utils.data import _utils, dataloader
+
+    cls = dataloader._MultiProcessingDataLoaderIter
+    real_shutdown = cls._shutdown_workers
+
+    def shutdown_workers(self):
+        queues = getattr(self, "_index_queues", [])
+        if getattr(self, "_shutdown", True) or not any(
+                q._thread is not None and not q._thread.is_alive() for q in queues):
+            return real_shutdown(self)
+        interval, _utils.MP_STATUS_CHECK_INTERVAL = _utils.MP_STATUS_CHECK_INTERVAL, 0
+        try:
+            return real_shutdown(self)
+        finally:
+            _utils.MP_STATUS_CHECK_INTERVAL = interval
+
+    cls._shutdown_workers = shutdown_workers
+
+
+_no_wait_for_unreachable_loader_workers()
+
+
 @pytest.fixture(scope="session")
 def doc_corpus(tmp_path_factory):
     """(raw text dir, binarized dir) of the toy task: 120 training pairs,

@@ -5,10 +5,11 @@ a tiny model a few updates on CPU, then generate, interactive and validate.
 Every step runs the real command-line entry point (``python -m MODULE``) in a
 process of its own, as a user would, so the tests also cover ``--user-dir``
 loading and the weights-only checkpoint loading of a new process. By default
-that process is forked from a server that has imported torch and the other
-heavy third-party libraries once (tests/cli_process.py: fairseq, fairseq_cli
-and fairseq_ctx are still imported by the command itself); ``fresh=True``
-starts a new interpreter instead, for tests of everything a command prints.
+that process is forked from a server that has imported torch, fairseq and
+the other heavy libraries once (tests/cli_process.py: fairseq_cli's module,
+fairseq_ctx and the user dir are still imported by the command itself);
+``fresh=True`` starts a new interpreter instead, for tests of everything a
+command prints, imports included.
 """
 import os
 import random
