@@ -126,9 +126,12 @@ def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path, s
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    if "OMP_NUM_THREADS" in env:
-        import torch
-        torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
+    # torch's intra-op threads as a new interpreter sets them from this
+    # environment (the server imported torch with OMP_NUM_THREADS=1, so that
+    # no OpenMP thread exists before the fork): OMP_NUM_THREADS, else a thread
+    # per CPU this process may run on
+    import torch
+    torch.set_num_threads(int(env.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0))))
     # a new interpreter's sys.path, -m putting the cwd first, a script its directory
     sys.path[:] = [os.path.dirname(os.path.abspath(module)) if script else os.getcwd(), *fresh_path]
     sys.argv = [module, *args]
@@ -179,7 +182,7 @@ def _context():
 
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(PRELOAD)
-        # the server imports torch with OMP_NUM_THREADS=1, as the tests' commands run
+        # the server imports torch with OMP_NUM_THREADS=1 (each child sets its own threads)
         saved = os.environ.get("OMP_NUM_THREADS")
         os.environ["OMP_NUM_THREADS"] = "1"
         try:

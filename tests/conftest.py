@@ -37,9 +37,16 @@ def _no_wait_for_unreachable_loader_workers():
             _utils.MP_STATUS_CHECK_INTERVAL = interval
 
     cls._shutdown_workers = shutdown_workers
+    return cls, real_shutdown
 
 
-_no_wait_for_unreachable_loader_workers()
+@pytest.fixture(scope="session", autouse=True)
+def no_wait_for_unreachable_loader_workers():
+    """:func:`_no_wait_for_unreachable_loader_workers` in each process that
+    runs tests (the xdist controller imports no torch)."""
+    cls, real_shutdown = _no_wait_for_unreachable_loader_workers()
+    yield
+    cls._shutdown_workers = real_shutdown
 
 
 @pytest.fixture(scope="session")
