@@ -37,6 +37,7 @@ setup(
             "fairseq-ctx-ctxsan-pos = fairseq_ctx.cli:ctxsan_pos",
             "fairseq-ctx-dc-divergence = fairseq_ctx.cli:dc_divergence",
             "fairseq-ctx-ctxenc-context-attention = fairseq_ctx.cli:ctxenc_context_attention",
+            "fairseq-ctx-gret-global-state = fairseq_ctx.cli:gret_global_state",
             "fairseq-ctx-probing = fairseq_ctx.cli:probing",
             "fairseq-ctx-bow-prediction = fairseq_ctx.cli:bow_prediction",
             # data preparation (fairseq_ctx_prep: no torch or fairseq needed)

@@ -259,6 +259,10 @@ def ctxenc_context_attention():
     _console("fairseq_ctx.analysis.ctxenc_context_attention")
 
 
+def gret_global_state():
+    _console("fairseq_ctx.analysis.gret_global_state")
+
+
 def probing():
     _console("fairseq_ctx.analysis.probing")
 

@@ -44,7 +44,7 @@ def test_the_plugins_tools_are_all_console_scripts():
     modules = {module for module, _ in SCRIPTS.values()}
     assert {"fairseq_ctx.translate", "fairseq_ctx.average_checkpoints", "fairseq_ctx.evaluation.score",
             "fairseq_ctx.tables.__main__"} <= modules
-    for tool in ("contrastive", "ctxsan_gates", "ctxsan_pos", "dc_divergence", "ctxenc_context_attention",
+    for tool in ("contrastive", "ctxsan_gates", "ctxsan_pos", "dc_divergence", "ctxenc_context_attention", "gret_global_state",
                  "probing", "bow_prediction"):
         assert ("fairseq_ctx.cli", tool) in SCRIPTS.values(), tool
     assert all(name.startswith("fairseq-ctx-") for name in SCRIPTS)

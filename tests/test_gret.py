@@ -366,3 +366,44 @@ def test_e2e_warm_start_train_and_generate(data_bin, baseline_ckpt, gret_run, tm
     hyps, srcs = generate_in_process(data_bin, ckpt, tmp_path)
     assert len(srcs) == 14 and set(hyps) == set(srcs)
     assert all(math.isfinite(score) for _, score in hyps.values())
+
+
+def test_global_state_analysis_against_fairseq(data_bin, gret_run, tmp_path):
+    """fairseq-ctx-gret-global-state: the loss as trained equals
+    fairseq-validate's, and the loss with the global state removed equals
+    that of fairseq's own TransformerModel holding GRET's Transformer weights
+    (GRET without Eq. 13's g * s is exactly that model). (Tried: the ablation
+    hook returning the gate's output instead of its input: fails.)"""
+    import json
+
+    from fairseq.models.transformer import TransformerModel
+
+    from fairseq_ctx.analysis import gret_global_state
+    from tests.utils import validate
+
+    ckpt, _ = gret_run
+    summary = gret_global_state.main([str(data_bin), "--path", str(ckpt), "--gen-subset", "valid",
+                                      "--out", str(tmp_path / "out"), "--cpu", "--max-tokens", "500"])
+    res = summary["checkpoints"][0]
+    assert json.loads((tmp_path / "out" / "gret_global_state.json").read_text()) == summary
+    # fairseq prints 3 decimals; its default batch multiple would drop valid sentences
+    reference = validate(data_bin, ckpt, extra=["--required-batch-size-multiple", "1"])[0]
+    assert res["loss"] == pytest.approx(reference, abs=1e-3)
+
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)])
+    gret = models[0].eval()
+    plain = TransformerModel.build_model(cfg.model, task).eval()
+    plain.load_state_dict({k: v for k, v in gret.state_dict().items() if "gret" not in k}, strict=True)
+    task.load_dataset("valid")
+    batches = list(task.get_batch_iterator(dataset=task.dataset("valid"), max_tokens=500,
+                                           required_batch_size_multiple=1).next_epoch_itr(shuffle=False))
+    criterion = task.build_criterion(cfg.criterion)
+    loss = size = 0.0
+    with torch.no_grad():
+        for sample in batches:
+            _, _, log = criterion(plain, sample)
+            loss, size = loss + float(log["loss"]), size + float(log["sample_size"])
+    assert res["loss_without_global"] == pytest.approx(loss / size / math.log(2), rel=1e-5)
+    assert res["loss_without_global"] != pytest.approx(res["loss"], rel=1e-6)  # s does reach the output
+    assert res["fused_share"] > 0 and res["num_sentences"] == 12
+    assert -1 <= res["global_state_mean_cosine_to_mean"] <= 1

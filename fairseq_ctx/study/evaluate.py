@@ -145,6 +145,9 @@ ANALYSES = {
     "transformer_dc": ("fairseq_ctx.analysis.dc_divergence", ["--gen-subset", "valid"], "divergence"),
     "transformer_ctxenc": ("fairseq_ctx.analysis.ctxenc_context_attention", ["--gen-subset", "test"],
                            "context_attention.json"),
+    # not one of the paper's figures: whether the warm-started model uses its
+    # global state at all (its gain over the baseline may be the restart's)
+    "transformer_gret": ("fairseq_ctx.analysis.gret_global_state", ["--gen-subset", "valid"], "global_state"),
 }
 
 
