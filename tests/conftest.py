@@ -18,17 +18,21 @@ def _no_wait_for_unreachable_loader_workers():
     iterator's ``__del__`` sends each worker its stop signal through them:
     the signal never arrives and ``_shutdown_workers`` waits its 5 s join
     timeout per worker, then terminates them. Here, with the feeders already
-    stopped, it terminates them at once (what it ends up doing anyway).
+    stopped (or told to stop), it terminates them at once (what it ends up
+    doing anyway).
     The test process only: commands run in their own processes are untouched."""
     from torch.utils.data import _utils, dataloader
 
     cls = dataloader._MultiProcessingDataLoaderIter
     real_shutdown = cls._shutdown_workers
 
+    def finalized(queue):
+        """The queue's feeder thread got (or will get) its stop sentinel."""
+        return queue._thread is not None and (
+            not queue._thread.is_alive() or (queue._close is not None and not queue._close.still_active()))
+
     def shutdown_workers(self):
-        queues = getattr(self, "_index_queues", [])
-        if getattr(self, "_shutdown", True) or not any(
-                q._thread is not None and not q._thread.is_alive() for q in queues):
+        if getattr(self, "_shutdown", True) or not any(finalized(q) for q in getattr(self, "_index_queues", [])):
             return real_shutdown(self)
         interval, _utils.MP_STATUS_CHECK_INTERVAL = _utils.MP_STATUS_CHECK_INTERVAL, 0
         try:
