@@ -180,6 +180,43 @@ def quick_generation_parser(prog: str, doc: str, epilog: str, path_help: str,
 # checkpoints
 # ---------------------------------------------------------------------------
 
+def setup_generation_tool(get_parser: Callable[[], argparse.ArgumentParser], argv: Sequence[str]):
+    """An analysis tool's command line parsed as fairseq-generate parses its
+    own (the plugin registered, ``--max-tokens`` 4000 unless a batch size is
+    given, ``--user-dir`` imported), and its task set up. Returns
+    ``(args, cfg, task)``; ``--path`` is required."""
+    from fairseq import options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    import fairseq_ctx
+
+    fairseq_ctx.register()  # the architectures and task; weights-only checkpoint loading
+    args = options.parse_args_and_arch(get_parser(), input_args=list(argv))
+    if args.max_tokens is None and args.batch_size is None:
+        args.max_tokens = 4000
+    cfg = convert_namespace_to_omegaconf(args)
+    utils.import_user_module(cfg.common)
+    if cfg.common_eval.path is None:
+        raise ValueError("--path is required")
+    return args, cfg, tasks.setup_task(cfg.task)
+
+
+def generation_tool_models(cfg, task):
+    """``(path, model, saved_cfg)`` for each ``--path`` checkpoint (``:``-separated),
+    loaded one at a time with ``--model-overrides``, in eval mode, on CUDA
+    unless ``--cpu``."""
+    import torch
+    from fairseq import checkpoint_utils, utils
+
+    overrides = eval(cfg.common_eval.model_overrides)
+    for path in utils.split_paths(cfg.common_eval.path):
+        models, saved_cfg = checkpoint_utils.load_model_ensemble([path], arg_overrides=overrides, task=task)
+        model = models[0].eval()
+        if torch.cuda.is_available() and not cfg.common.cpu:
+            model = model.cuda()
+        yield path, model, saved_cfg
+
+
 def add_checkpoint_args(parser):
     """DATA-BIN, ``--path`` (repeatable), ``--max-tokens``, ``--cpu``: the
     arguments of a tool that analyses each checkpoint on its own."""

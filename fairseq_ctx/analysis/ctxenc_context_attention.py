@@ -47,7 +47,14 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
-from fairseq_ctx.cli import generation_tool_parser, print_quick_help, quick_generation_parser, setup_logging
+from fairseq_ctx.cli import (
+    generation_tool_models,
+    generation_tool_parser,
+    print_quick_help,
+    quick_generation_parser,
+    setup_generation_tool,
+    setup_logging,
+)
 from fairseq_ctx.errors import install_excepthook
 
 if TYPE_CHECKING:
@@ -231,26 +238,10 @@ def main(argv: Optional[Sequence[str]] = None):
         return None
     install_excepthook()
     setup_logging()
-    import torch
-    from fairseq import checkpoint_utils, options, tasks, utils
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
-    import fairseq_ctx
-
-    fairseq_ctx.register()  # the task and the arch; weights-only checkpoint loading
-    args = options.parse_args_and_arch(get_parser(), input_args=argv)
+    args, cfg, task = setup_generation_tool(get_parser, argv)
     if args.top_k < 1:
         raise ValueError(f"--top-k must be >= 1, got {args.top_k}")
-    if args.max_tokens is None and args.batch_size is None:
-        args.max_tokens = 4000
-    cfg = convert_namespace_to_omegaconf(args)
-    utils.import_user_module(cfg.common)
-    task = tasks.setup_task(cfg.task)
-    models, saved_cfg = checkpoint_utils.load_model_ensemble(
-        utils.split_paths(cfg.common_eval.path)[:1], arg_overrides=eval(cfg.common_eval.model_overrides), task=task)
-    model = models[0].eval()
-    if torch.cuda.is_available() and not cfg.common.cpu:
-        model = model.cuda()
+    _, model, saved_cfg = next(generation_tool_models(cfg, task))  # the first --path only
     task.load_dataset(cfg.dataset.gen_subset, task_cfg=saved_cfg.task)
     res = analyse(model, task, cfg.dataset.gen_subset, cfg, min_count=args.min_count, limit=args.limit)
     res.update(subset=cfg.dataset.gen_subset, path=cfg.common_eval.path,

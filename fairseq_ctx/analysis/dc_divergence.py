@@ -47,7 +47,14 @@ import os
 import sys
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
-from fairseq_ctx.cli import generation_tool_parser, print_quick_help, quick_generation_parser, setup_logging
+from fairseq_ctx.cli import (
+    generation_tool_models,
+    generation_tool_parser,
+    print_quick_help,
+    quick_generation_parser,
+    setup_generation_tool,
+    setup_logging,
+)
 from fairseq_ctx.errors import install_excepthook
 
 if TYPE_CHECKING:
@@ -237,29 +244,10 @@ def main(argv: Optional[Sequence[str]] = None):
         return None
     install_excepthook()
     setup_logging(stream=sys.stdout)
-    import torch
-    from fairseq import checkpoint_utils, options, tasks, utils
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
-    import fairseq_ctx
-
-    fairseq_ctx.register()  # transformer_dc; weights-only checkpoint loading
-    args = options.parse_args_and_arch(get_parser(), input_args=argv)
-    if args.max_tokens is None and args.batch_size is None:
-        args.max_tokens = 4000
-    cfg = convert_namespace_to_omegaconf(args)
-    utils.import_user_module(cfg.common)
-    if cfg.common_eval.path is None:
-        raise ValueError("--path is required")
-    task = tasks.setup_task(cfg.task)
-    overrides = eval(cfg.common_eval.model_overrides)
+    args, cfg, task = setup_generation_tool(get_parser, argv)
     results = []
     loaded_subset = False
-    for path in utils.split_paths(cfg.common_eval.path):
-        models, saved_cfg = checkpoint_utils.load_model_ensemble([path], arg_overrides=overrides, task=task)
-        model = models[0].eval()
-        if torch.cuda.is_available() and not cfg.common.cpu:
-            model = model.cuda()
+    for path, model, saved_cfg in generation_tool_models(cfg, task):
         if not loaded_subset:
             task.load_dataset(cfg.dataset.gen_subset, task_cfg=saved_cfg.task)
             loaded_subset = True

@@ -39,7 +39,14 @@ import os
 import sys
 from typing import Dict, Optional, Sequence
 
-from fairseq_ctx.cli import generation_tool_parser, print_quick_help, quick_generation_parser, setup_logging
+from fairseq_ctx.cli import (
+    generation_tool_models,
+    generation_tool_parser,
+    print_quick_help,
+    quick_generation_parser,
+    setup_generation_tool,
+    setup_logging,
+)
 from fairseq_ctx.errors import install_excepthook
 
 logger = logging.getLogger("fairseq_ctx.analysis.gret_global_state")
@@ -137,28 +144,12 @@ def main(argv: Optional[Sequence[str]] = None):
     install_excepthook()
     setup_logging(stream=sys.stdout)
     import torch
-    from fairseq import checkpoint_utils, options, tasks, utils
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq import utils
 
-    import fairseq_ctx
-
-    fairseq_ctx.register()  # transformer_gret; weights-only checkpoint loading
-    args = options.parse_args_and_arch(get_parser(), input_args=argv)
-    if args.max_tokens is None and args.batch_size is None:
-        args.max_tokens = 4000
-    cfg = convert_namespace_to_omegaconf(args)
-    utils.import_user_module(cfg.common)
-    if cfg.common_eval.path is None:
-        raise ValueError("--path is required")
-    task = tasks.setup_task(cfg.task)
-    overrides = eval(cfg.common_eval.model_overrides)
+    args, cfg, task = setup_generation_tool(get_parser, argv)
     use_cuda = torch.cuda.is_available() and not cfg.common.cpu
     results, batches = [], None
-    for path in utils.split_paths(cfg.common_eval.path):
-        models, saved_cfg = checkpoint_utils.load_model_ensemble([path], arg_overrides=overrides, task=task)
-        model = models[0].eval()
-        if use_cuda:
-            model = model.cuda()
+    for path, model, saved_cfg in generation_tool_models(cfg, task):
         if batches is None:
             task.load_dataset(cfg.dataset.gen_subset, task_cfg=saved_cfg.task)
             batches = list(task.get_batch_iterator(
