@@ -26,6 +26,14 @@ binarized data and with the same model size:
   (``train_ratio``, ``decode_ratio``: tokens/s against the baseline). Padding
   that a variant computes counts as its work (a context batch padded to its
   longest context lowers the bound);
+* document-order decoding (variants whose encoder can keep each sentence's
+  shared-layer states, ``transformer_ctxenc``; skipped with
+  ``--no-doc-order``): every sentence of ``--gen-subset`` in fairseq-generate's
+  order, decoded ordinarily (``full_decode_ratio``) and with the
+  ``--reuse-sentence-states`` cache (``doc_order_decode_ratio``), each against
+  the baseline's decode of the same sentences and beside its FLOP bound; the
+  two decodes must give the same hypotheses (the largest score difference is
+  recorded, ``doc_order_max_score_diff``);
 
 each as a ratio against plain ``transformer`` measured in the same run. Times
 are the process's CPU time when it runs one thread on CPU (``--clock auto``,
@@ -118,6 +126,7 @@ def measure(opts):
     task = tasks.setup_task(cfg.task)
     model = task.build_model(cfg.model)
     criterion = task.build_criterion(cfg.criterion)
+    from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache  # imported by --user-dir above
     dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[opts.precision]
     model = model.to(device=device, dtype=dtype)
     criterion = criterion.to(device)
@@ -171,6 +180,26 @@ def measure(opts):
         lengths = dict(min_len=1, max_len_a=opts.max_len_a, max_len_b=opts.max_len_b)
     gen_args = argparse.Namespace(beam=opts.beam, lenpen=1.0, unkpen=0.0, nbest=1, **lengths)
     generator = task.build_generator([model], gen_args)
+
+    def timed_decode(samples):
+        """Generated tokens per second over ``samples`` (one untimed batch
+        first), and the best hypotheses by sentence id."""
+        n_tokens, elapsed, best = 0, 0.0, {}
+        with torch.no_grad():
+            task.inference_step(generator, [model], samples[0])
+            if getattr(model.encoder, "state_cache", None) is not None:
+                model.encoder.state_cache.clear()  # the warm-up batch must not be a hit
+            for sample in samples:
+                sync()
+                start = clock()
+                hypos = task.inference_step(generator, [model], sample)
+                sync()
+                elapsed += clock() - start
+                n_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos)
+                for i, h in zip(sample["id"].tolist(), hypos):
+                    best[i] = (h[0]["tokens"].tolist(), float(h[0]["score"]))
+        return n_tokens / elapsed, best, n_tokens
+
     sents, gen_tokens, dec_elapsed, first = 0, 0, 0.0, True
     decode_samples = []  # kept for the FLOP count
     with torch.no_grad():
@@ -191,6 +220,20 @@ def measure(opts):
             decode_samples.append(sample)
             if sents >= opts.decode_sentences:
                 break
+    # Document order (issue 13 item 3): every sentence of the subset in
+    # fairseq-generate's order, for the baseline and for models that can keep
+    # each sentence's shared-layer states (transformer_ctxenc): ordinary, then
+    # with --reuse-sentence-states' cache, which must give the same hypotheses.
+    can_reuse = hasattr(getattr(model, "encoder", None), "state_cache")
+    full = {}
+    if opts.doc_order and (can_reuse or opts.baseline):
+        full_samples = list(batches(opts.gen_subset, max_sentences=opts.decode_batch_size, shuffle=False))
+        full["full_decode_tok_s"], ordinary, full_tokens = timed_decode(full_samples)
+        if can_reuse:
+            model.encoder.state_cache = SharedStateCache()
+            full["doc_order_decode_tok_s"], reused, _ = timed_decode(full_samples)
+            full["doc_order_hits"] = model.encoder.state_cache.hits
+            full["doc_order_max_score_diff"] = max_score_diff(ordinary, reused)
     if device.type == "cuda":
         peak_mb = torch.cuda.max_memory_allocated() / 2 ** 20
     else:
@@ -213,10 +256,26 @@ def measure(opts):
     with torch.no_grad():
         for sample in decode_samples:
             decode_flops += count_flops(lambda sample=sample: task.inference_step(generator, [model], sample))
+    for key, cache in (("full_decode", None), ("doc_order_decode", SharedStateCache())):
+        if key + "_tok_s" in full:
+            model.encoder.state_cache = cache
+            with torch.no_grad():
+                flops = sum(count_flops(lambda sample=sample: task.inference_step(generator, [model], sample))
+                            for sample in full_samples)
+            full[key + "_flops_tok"] = flops / full_tokens
     return {"params": params, "train_tok_s": train_tok_s, "decode_sent_s": sents / dec_elapsed,
             "decode_tok_s": gen_tokens / dec_elapsed, "peak_mem_mb": peak_mb,
             "train_flops_tok": train_flops / tokens, "decode_flops_tok": decode_flops / gen_tokens,
-            "decoded_sentences": sents, "timed_train_tokens": tokens}
+            "decoded_sentences": sents, "timed_train_tokens": tokens, **full}
+
+
+def max_score_diff(a, b):
+    """Largest score difference between two decodes of the same sentences;
+    exits if their hypotheses differ (a state reuse that changes a
+    translation is a bug, not a speed-up)."""
+    if a.keys() != b.keys() or any(a[i][0] != b[i][0] for i in a):
+        sys.exit("benchmark: document-order decoding with reused sentence states changed the translations")
+    return max(abs(a[i][1] - b[i][1]) for i in a)
 
 
 def count_flops(fn) -> int:
@@ -253,6 +312,12 @@ METRICS = [("params", "params"), ("train_tok_s", "train tok/s"), ("decode_sent_s
 # measured speed ratio -> its FLOP bound (the variant's speed if time followed the FLOPs)
 BOUNDS = [("train_ratio", "train_tok_s", "train_bound", "train_flops_tok"),
           ("decode_ratio", "decode_tok_s", "decode_bound", "decode_flops_tok")]
+# Document order: every sentence of the subset in fairseq-generate's order;
+# the baseline's ordinary decode of it against a variant's ordinary decode
+# (full_decode_*) and its decode with reused sentence states (doc_order_decode_*).
+DOC_ORDER = [("full_decode_ratio", "full_decode_tok_s", "full_decode_bound", "full_decode_flops_tok"),
+             ("doc_order_decode_ratio", "doc_order_decode_tok_s", "doc_order_decode_bound",
+              "doc_order_decode_flops_tok")]
 
 
 def add_bounds(results, runs, baseline="transformer"):
@@ -264,6 +329,16 @@ def add_bounds(results, runs, baseline="transformer"):
         for ratio_key, speed_key, bound_key, flops_key in BOUNDS:
             res[ratio_key] = res[speed_key + "_ratio"]
             res[bound_key] = statistics.median(b[flops_key] / r[flops_key] for r, b in zip(runs[label], base_runs))
+        for ratio_key, speed_key, bound_key, flops_key in DOC_ORDER:
+            if label == baseline or speed_key not in runs[label][0]:
+                continue
+            pairs = list(zip(runs[label], base_runs))
+            res[speed_key] = statistics.median(r[speed_key] for r, _ in pairs)
+            res[ratio_key] = statistics.median(r[speed_key] / b["full_decode_tok_s"] for r, b in pairs)
+            res[bound_key] = statistics.median(b["full_decode_flops_tok"] / r[flops_key] for r, b in pairs)
+        if label != baseline and "doc_order_hits" in runs[label][0]:
+            res["doc_order_hits"] = runs[label][0]["doc_order_hits"]
+            res["doc_order_max_score_diff"] = max(r["doc_order_max_score_diff"] for r in runs[label])
 
 
 def variants_of(opts):
@@ -290,6 +365,10 @@ def run_child(opts, label, arch, flags):
                  "decode_sentences", "decode_batch_size", "beam", "decode_length", "max_len_a", "max_len_b",
                  "gen_subset", "threads", "clock"):
         cmd += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
+    if not opts.doc_order:
+        cmd.append("--no-doc-order")
+    if label == "transformer":
+        cmd.append("--baseline")  # decodes every sentence for the document-order ratios
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCHMARK_JSON ")]
     if proc.returncode != 0 or not lines:
@@ -328,11 +407,15 @@ def main():
     p.add_argument("--clock", choices=["auto", "cpu", "wall"], default="auto",
                    help="cpu: the process's CPU time (one thread on CPU only); wall: elapsed time; auto (default): "
                         "cpu with --threads 1 on CPU, else wall")
+    p.add_argument("--no-doc-order", dest="doc_order", action="store_false",
+                   help="skip the document-order decode (every sentence of --gen-subset, ordinary and with "
+                        "reused sentence states, for the baseline and transformer_ctxenc)")
     p.add_argument("--json", help="write the results here")
     # internal: one measurement in a child process
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--arch", help=argparse.SUPPRESS)
     p.add_argument("--flags", default="[]", help=argparse.SUPPRESS)
+    p.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     opts = p.parse_args()
 
     if not os.path.isdir(opts.data):
@@ -381,6 +464,13 @@ def main():
         for ratio_key, _, bound_key, _ in BOUNDS:
             cells.append(f"{format(res[ratio_key], '.2f') + 'x / ' + format(res[bound_key], '.2f') + 'x':>26}")
         print(f"{label:<28}" + "".join(cells))
+    for label, res in results.items():
+        if "doc_order_decode_ratio" in res:
+            print(f"{label}: every {opts.gen_subset} sentence in fairseq-generate's order, against the baseline's "
+                  f"decode of it: ordinary {res['full_decode_ratio']:.2f}x / {res['full_decode_bound']:.2f}x, "
+                  f"reused sentence states {res['doc_order_decode_ratio']:.2f}x / {res['doc_order_decode_bound']:.2f}x "
+                  f"(ratio / bound; {res['doc_order_hits']} states reused, same hypotheses, "
+                  f"scores within {res['doc_order_max_score_diff']:.1e})")
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"settings": {k: v for k, v in vars(opts).items() if k not in ("child", "arch", "flags")},

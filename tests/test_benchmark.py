@@ -30,11 +30,25 @@ def test_benchmark_reports_ratios(tmp_path):
     out = tmp_path / "bench.json"
     proc = _benchmark(str(data_bin), "--train-updates", "2", "--warmup-updates", "1",
                       "--decode-sentences", "10", "--max-tokens", "400", "--threads", "1",
+                      "--variants", "ctxenc",
                       "--variant", "wide-ffn", "transformer", "--encoder-ffn-embed-dim 512", "--json", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "wide-ffn" in proc.stdout and "(1.00x)" in proc.stdout
     results = json.loads(out.read_text())["results"]
-    assert set(results) == {"transformer", "wide-ffn"}
+    assert set(results) == {"transformer", "ctxenc", "wide-ffn"}
+    # document order (issue 13 item 3): only the model that can reuse sentence
+    # states gets it, against the baseline's decode of every valid sentence
+    runs = json.loads(out.read_text())["runs"]
+    assert "full_decode_tok_s" in runs["transformer"][0] and "doc_order_decode_tok_s" not in runs["transformer"][0]
+    assert not any(k.startswith(("full_decode", "doc_order")) for k in results["wide-ffn"])
+    ctxenc = results["ctxenc"]
+    for key in ("full_decode_ratio", "full_decode_bound", "doc_order_decode_ratio", "doc_order_decode_bound"):
+        assert math.isfinite(ctxenc[key]) and ctxenc[key] > 0
+    # every valid sentence but a document's last is some other sentence's context
+    assert ctxenc["doc_order_hits"] > 0 and ctxenc["doc_order_max_score_diff"] < 1e-4
+    # reusing states removes work: the reused decode's bound is above the ordinary one's
+    assert ctxenc["doc_order_decode_bound"] > ctxenc["full_decode_bound"]
+    assert "reused sentence states" in proc.stdout
     # one thread on CPU: timed by the process's CPU time (robust on a shared machine)
     assert json.loads(out.read_text())["settings"]["clock"] == "cpu" and "clock=cpu" in proc.stdout
     for key in ("params", "train_tok_s", "decode_sent_s", "decode_tok_s", "peak_mem_mb",
@@ -153,3 +167,11 @@ def test_flop_bound_of_a_context_model_matches_a_hand_count():
     assert results["transformer"]["train_bound"] == 1.0
     assert results["ctxsan"]["train_bound"] == pytest.approx(base_flops / (base_flops + layers * 3 * forward))
     assert results["ctxsan"]["train_ratio"] == pytest.approx(0.9)
+
+
+def test_document_order_decode_must_keep_the_translations():
+    bench = _benchmark_module()
+    same = {0: ([4, 5, 2], -1.0), 1: ([6, 2], -0.5)}
+    assert bench.max_score_diff(same, {0: ([4, 5, 2], -1.0 + 1e-6), 1: ([6, 2], -0.5)}) == pytest.approx(1e-6)
+    with pytest.raises(SystemExit, match="changed the translations"):
+        bench.max_score_diff(same, {0: ([4, 7, 2], -1.0), 1: ([6, 2], -0.5)})
