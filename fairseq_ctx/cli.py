@@ -217,6 +217,25 @@ def generation_tool_models(cfg, task):
         yield path, model, saved_cfg
 
 
+def generation_tool_batches(task, cfg, model, subset: str):
+    """Batches of ``subset`` (loaded) as fairseq-generate makes them from
+    ``cfg`` (``--max-tokens``, ``--batch-size``, ``--seed``,
+    ``--num-workers``), in order, every sentence kept: fairseq drops a last
+    batch smaller than ``--required-batch-size-multiple``, so it is 1 here."""
+    from fairseq import utils
+
+    return task.get_batch_iterator(
+        dataset=task.dataset(subset),
+        max_tokens=cfg.dataset.max_tokens,
+        max_sentences=cfg.dataset.batch_size,
+        max_positions=utils.resolve_max_positions(task.max_positions(), model.max_positions()),
+        ignore_invalid_inputs=cfg.dataset.skip_invalid_size_inputs_valid_test,
+        required_batch_size_multiple=1,
+        seed=cfg.common.seed,
+        num_workers=cfg.dataset.num_workers,
+    ).next_epoch_itr(shuffle=False)
+
+
 def add_checkpoint_args(parser):
     """DATA-BIN, ``--path`` (repeatable), ``--max-tokens``, ``--cpu``: the
     arguments of a tool that analyses each checkpoint on its own."""

@@ -48,6 +48,7 @@ import sys
 from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
 from fairseq_ctx.cli import (
+    generation_tool_batches,
     generation_tool_models,
     generation_tool_parser,
     print_quick_help,
@@ -148,16 +149,7 @@ def analyse(model, task, subset: str, cfg, min_count: int = 10, limit: int = 0) 
     if not getattr(model, "accepts_context", False) or not hasattr(encoder, "ctx_layer"):
         raise ValueError("the checkpoint is not a transformer_ctxenc model")
     gated = encoder.layers[-1]  # CtxEncGatedEncoderLayer
-    itr = task.get_batch_iterator(
-        dataset=task.dataset(subset),
-        max_tokens=cfg.dataset.max_tokens,
-        max_sentences=cfg.dataset.batch_size,
-        max_positions=utils.resolve_max_positions(task.max_positions(), model.max_positions()),
-        ignore_invalid_inputs=cfg.dataset.skip_invalid_size_inputs_valid_test,
-        # fairseq drops a last batch smaller than the multiple; every sentence counts here
-        required_batch_size_multiple=1,
-        seed=cfg.common.seed,
-    ).next_epoch_itr(shuffle=False)
+    itr = generation_tool_batches(task, cfg, model, subset)
     use_cuda = torch.cuda.is_available() and not cfg.common.cpu
     dictionary = task.source_dictionary
     acc = ShareAccumulator(len(dictionary))

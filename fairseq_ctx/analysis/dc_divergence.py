@@ -48,6 +48,7 @@ import sys
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 from fairseq_ctx.cli import (
+    generation_tool_batches,
     generation_tool_models,
     generation_tool_parser,
     print_quick_help,
@@ -138,17 +139,7 @@ def analyse_model(model, task, subset: str, cfg, limit: int = 0, head_reduction:
     dc_layers = list(encoder.dc_layers)
     if not dc_layers:
         raise ValueError("the checkpoint has no DC encoder layers (--dc-encoder-layers none): nothing to analyse")
-    dataset = task.dataset(subset)
-    itr = task.get_batch_iterator(
-        dataset=dataset,
-        max_tokens=cfg.dataset.max_tokens,
-        max_sentences=cfg.dataset.batch_size,
-        max_positions=utils.resolve_max_positions(task.max_positions(), model.max_positions()),
-        ignore_invalid_inputs=cfg.dataset.skip_invalid_size_inputs_valid_test,
-        required_batch_size_multiple=1,  # any other multiple drops sentences (fairseq quirk)
-        seed=cfg.common.seed,
-        num_workers=cfg.dataset.num_workers,
-    ).next_epoch_itr(shuffle=False)
+    itr = generation_tool_batches(task, cfg, model, subset)
     use_cuda = torch.cuda.is_available() and not cfg.common.cpu
     totals = [0.0] * len(dc_layers)
     n_tokens = n_sents = 0

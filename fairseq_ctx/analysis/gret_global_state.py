@@ -40,6 +40,7 @@ import sys
 from typing import Dict, Optional, Sequence
 
 from fairseq_ctx.cli import (
+    generation_tool_batches,
     generation_tool_models,
     generation_tool_parser,
     print_quick_help,
@@ -152,16 +153,7 @@ def main(argv: Optional[Sequence[str]] = None):
     for path, model, saved_cfg in generation_tool_models(cfg, task):
         if batches is None:
             task.load_dataset(cfg.dataset.gen_subset, task_cfg=saved_cfg.task)
-            batches = list(task.get_batch_iterator(
-                dataset=task.dataset(cfg.dataset.gen_subset),
-                max_tokens=cfg.dataset.max_tokens,
-                max_sentences=cfg.dataset.batch_size,
-                max_positions=utils.resolve_max_positions(task.max_positions(), model.max_positions()),
-                ignore_invalid_inputs=cfg.dataset.skip_invalid_size_inputs_valid_test,
-                required_batch_size_multiple=1,  # any other multiple drops sentences (fairseq quirk)
-                seed=cfg.common.seed,
-                num_workers=cfg.dataset.num_workers,
-            ).next_epoch_itr(shuffle=False))
+            batches = list(generation_tool_batches(task, cfg, model, cfg.dataset.gen_subset))
             if use_cuda:
                 batches = [utils.move_to_cuda(b) for b in batches]
         criterion = task.build_criterion(saved_cfg.criterion)
