@@ -63,6 +63,8 @@ Examples::
     python3 scripts/benchmark.py data/bible/bin --size tiny
     # some of them
     python3 scripts/benchmark.py data/bible/bin --size tiny --variants ctxsan dc gret
+    # the documentation's Markdown table of a saved run
+    python3 scripts/benchmark.py --markdown-of benchmarks/cpu-small-1thread.json
     # GPU, Transformer-Base, with a variant carrying its own flags
     python3 scripts/benchmark.py data-bin/wmt14_en_de --size base --device cuda \\
         --variant enc-dc transformer_dc "" --variant full-dc transformer_dc_full ""
@@ -341,6 +343,35 @@ def add_bounds(results, runs, baseline="transformer"):
             res["doc_order_max_score_diff"] = max(r["doc_order_max_score_diff"] for r in runs[label])
 
 
+def markdown_table(doc) -> str:
+    """The documentation's table of a results JSON: each speed ratio beside
+    its FLOP bound and their quotient (1.00 = at the bound), then the
+    document-order decodes."""
+    results, settings = doc["results"], doc["settings"]
+
+    def quotient(res, ratio, bound):
+        return f"{res[ratio]:.2f}x | {res[bound]:.2f}x | {res[ratio] / res[bound]:.2f}"
+    base = results["transformer"]
+    lines = [f"| variant | params | training: ratio | bound | ratio / bound | decoding: ratio | bound "
+             f"| ratio / bound | peak memory |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for label, res in results.items():
+        name = f"`{label}` ({base['train_tok_s']:.0f} train tok/s, {base['decode_tok_s']:.0f} decode tok/s)" \
+            if label == "transformer" else f"`{label}`"
+        lines.append(f"| {name} | {res['params'] / 1e6:.2f}M | {quotient(res, 'train_ratio', 'train_bound')} "
+                     f"| {quotient(res, 'decode_ratio', 'decode_bound')} | {res['peak_mem_mb_ratio']:.2f}x |")
+    doc_rows = [(label, res) for label, res in results.items() if "doc_order_decode_ratio" in res]
+    if doc_rows:
+        lines += ["", f"Every `{settings['gen_subset']}` sentence in fairseq-generate's order, against the "
+                  "baseline's decode of the same sentences:", "",
+                  "| variant | decode | ratio | bound | ratio / bound |", "|---|---|---|---|---|"]
+        for label, res in doc_rows:
+            lines.append(f"| `{label}` | ordinary | {quotient(res, 'full_decode_ratio', 'full_decode_bound')} |")
+            lines.append(f"| `{label}` | reused sentence states ({res['doc_order_hits']} reused) "
+                         f"| {quotient(res, 'doc_order_decode_ratio', 'doc_order_decode_bound')} |")
+    return "\n".join(lines) + "\n"
+
+
 def variants_of(opts):
     """``(label, arch, flags)`` of every variant to run, the plain
     ``transformer`` baseline first: ``--variants`` (names of
@@ -379,7 +410,7 @@ def run_child(opts, label, arch, flags):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", help="binarized data directory (fairseq-preprocess output)")
+    p.add_argument("data", nargs="?", help="binarized data directory (fairseq-preprocess output)")
     p.add_argument("--variants", nargs="+", default=[], metavar="NAME", choices=architectures.names(),
                    help="variants of fairseq_ctx/architectures.py, each with its flags and task flags: "
                    + ", ".join(architectures.names())
@@ -411,6 +442,8 @@ def main():
                    help="skip the document-order decode (every sentence of --gen-subset, ordinary and with "
                         "reused sentence states, for the baseline and transformer_ctxenc)")
     p.add_argument("--json", help="write the results here")
+    p.add_argument("--markdown-of", metavar="JSON",
+                   help="print the Markdown table of a results JSON written by --json, and run nothing")
     # internal: one measurement in a child process
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--arch", help=argparse.SUPPRESS)
@@ -418,6 +451,12 @@ def main():
     p.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     opts = p.parse_args()
 
+    if opts.markdown_of:
+        with open(opts.markdown_of) as f:
+            print(markdown_table(json.load(f)), end="")
+        return
+    if opts.data is None:
+        p.error("the data directory is required (unless --markdown-of)")
     if not os.path.isdir(opts.data):
         p.error(f"data directory not found: {opts.data}")
     if opts.child:
@@ -476,6 +515,7 @@ def main():
             json.dump({"settings": {k: v for k, v in vars(opts).items() if k not in ("child", "arch", "flags")},
                        "results": results, "runs": runs}, f, indent=2)
         print(f"\nwrote {opts.json}")
+    print("\n" + markdown_table({"settings": vars(opts), "results": results}), end="")
 
 
 if __name__ == "__main__":

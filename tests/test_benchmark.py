@@ -49,6 +49,17 @@ def test_benchmark_reports_ratios(tmp_path):
     # reusing states removes work: the reused decode's bound is above the ordinary one's
     assert ctxenc["doc_order_decode_bound"] > ctxenc["full_decode_bound"]
     assert "reused sentence states" in proc.stdout
+    # the documentation's table, from the JSON alone (no data, nothing run)
+    table = _benchmark("--markdown-of", str(out))
+    assert table.returncode == 0, table.stderr[-3000:]
+    row = next(line for line in table.stdout.splitlines() if line.startswith("| `wide-ffn`"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    res = results["wide-ffn"]
+    assert cells[2:5] == [f"{res['train_ratio']:.2f}x", f"{res['train_bound']:.2f}x",
+                          f"{res['train_ratio'] / res['train_bound']:.2f}"]
+    assert f"| `ctxenc` | reused sentence states ({ctxenc['doc_order_hits']} reused) " \
+           f"| {ctxenc['doc_order_decode_ratio']:.2f}x |" in table.stdout
+    assert table.stdout in proc.stdout  # the run prints the same table
     # one thread on CPU: timed by the process's CPU time (robust on a shared machine)
     assert json.loads(out.read_text())["settings"]["clock"] == "cpu" and "clock=cpu" in proc.stdout
     for key in ("params", "train_tok_s", "decode_sent_s", "decode_tok_s", "peak_mem_mb",
