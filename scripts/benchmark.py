@@ -243,6 +243,32 @@ def measure(opts):
 
     # FLOPs of the timed batches, counted after the peak memory was read (the
     # counting passes repeat the work). Adam's step is elementwise (0 FLOPs).
+    # Every round runs the same seeded batches, so rounds after the first
+    # take their counts from the first (--no-flops; the parent checks that
+    # the batches were the same).
+    flops = {} if opts.no_flops else count_model_flops(
+        model, criterion, optimizer, task, generator, dtype, device, timed_samples, decode_samples,
+        full_samples if full else [], SharedStateCache if "doc_order_decode_tok_s" in full else None)
+    if flops:
+        flops["train_flops_tok"] /= tokens
+        flops["decode_flops_tok"] /= gen_tokens
+        for key in ("full_decode_flops_tok", "doc_order_decode_flops_tok"):
+            if key in flops:
+                flops[key] /= full_tokens
+    if full:
+        full["full_decode_tokens"] = full_tokens
+    return {"params": params, "train_tok_s": train_tok_s, "decode_sent_s": sents / dec_elapsed,
+            "decode_tok_s": gen_tokens / dec_elapsed, "peak_mem_mb": peak_mb,
+            "decoded_sentences": sents, "decoded_tokens": gen_tokens, "timed_train_tokens": tokens, **full, **flops}
+
+
+def count_model_flops(model, criterion, optimizer, task, generator, dtype, device, timed_samples, decode_samples,
+                      full_samples, state_cache_class):
+    """FLOPs (totals, not per token) of the timed training steps, the timed
+    decoding batches and, when ``full_samples`` are given, the document-order
+    decodes (ordinary, and with a fresh state cache when ``state_cache_class``)."""
+    import torch
+
     model.train()
     train_flops = 0
     for sample in timed_samples:
@@ -254,21 +280,20 @@ def measure(opts):
         train_flops += count_flops(step)
         optimizer.zero_grad(set_to_none=True)
     model.eval()
-    decode_flops = 0
-    with torch.no_grad():
-        for sample in decode_samples:
-            decode_flops += count_flops(lambda sample=sample: task.inference_step(generator, [model], sample))
-    for key, cache in (("full_decode", None), ("doc_order_decode", SharedStateCache())):
-        if key + "_tok_s" in full:
-            model.encoder.state_cache = cache
-            with torch.no_grad():
-                flops = sum(count_flops(lambda sample=sample: task.inference_step(generator, [model], sample))
-                            for sample in full_samples)
-            full[key + "_flops_tok"] = flops / full_tokens
-    return {"params": params, "train_tok_s": train_tok_s, "decode_sent_s": sents / dec_elapsed,
-            "decode_tok_s": gen_tokens / dec_elapsed, "peak_mem_mb": peak_mb,
-            "train_flops_tok": train_flops / tokens, "decode_flops_tok": decode_flops / gen_tokens,
-            "decoded_sentences": sents, "timed_train_tokens": tokens, **full}
+
+    def decode_flops(samples):
+        with torch.no_grad():
+            return sum(count_flops(lambda sample=sample: task.inference_step(generator, [model], sample))
+                       for sample in samples)
+    out = {"train_flops_tok": train_flops, "decode_flops_tok": decode_flops(decode_samples)}
+    if full_samples:
+        if state_cache_class is not None:
+            model.encoder.state_cache = None
+        out["full_decode_flops_tok"] = decode_flops(full_samples)
+        if state_cache_class is not None:
+            model.encoder.state_cache = state_cache_class()
+            out["doc_order_decode_flops_tok"] = decode_flops(full_samples)
+    return out
 
 
 def max_score_diff(a, b):
@@ -352,8 +377,8 @@ def markdown_table(doc) -> str:
     def quotient(res, ratio, bound):
         return f"{res[ratio]:.2f}x | {res[bound]:.2f}x | {res[ratio] / res[bound]:.2f}"
     base = results["transformer"]
-    lines = [f"| variant | params | training: ratio | bound | ratio / bound | decoding: ratio | bound "
-             f"| ratio / bound | peak memory |",
+    lines = ["| variant | params | training: ratio | bound | ratio / bound | decoding: ratio | bound "
+             "| ratio / bound | peak memory |",
              "|---|---|---|---|---|---|---|---|---|"]
     for label, res in results.items():
         name = f"`{label}` ({base['train_tok_s']:.0f} train tok/s, {base['decode_tok_s']:.0f} decode tok/s)" \
@@ -389,7 +414,14 @@ def variants_of(opts):
     return variants
 
 
-def run_child(opts, label, arch, flags):
+FLOP_KEYS = ("train_flops_tok", "decode_flops_tok", "full_decode_flops_tok", "doc_order_decode_flops_tok")
+SAME_WORK = ("timed_train_tokens", "decoded_sentences", "decoded_tokens", "full_decode_tokens")
+
+
+def run_child(opts, label, arch, flags, first=None):
+    """One measurement in a fresh process. ``first``: the variant's first
+    round, whose FLOP counts this round takes after checking that it ran the
+    same batches (FLOPs follow from the shapes alone)."""
     cmd = [sys.executable, os.path.abspath(__file__), opts.data, "--child", "--arch", arch,
            "--flags", json.dumps(flags)]
     for name in ("size", "device", "precision", "max_tokens", "train_updates", "warmup_updates",
@@ -400,11 +432,20 @@ def run_child(opts, label, arch, flags):
         cmd.append("--no-doc-order")
     if label == "transformer":
         cmd.append("--baseline")  # decodes every sentence for the document-order ratios
+    if first is not None:
+        cmd.append("--no-flops")
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCHMARK_JSON ")]
     if proc.returncode != 0 or not lines:
         sys.exit(f"benchmark: variant {label} ({arch} {' '.join(flags)}) failed:\n{proc.stderr[-3000:]}")
-    return json.loads(lines[-1][len("BENCHMARK_JSON "):])
+    result = json.loads(lines[-1][len("BENCHMARK_JSON "):])
+    if first is not None:
+        differ = [k for k in SAME_WORK if result.get(k) != first.get(k)]
+        if differ:
+            sys.exit(f"benchmark: variant {label} ran other batches than in its first round ({', '.join(differ)} "
+                     "differ), so the first round's FLOP counts do not apply")
+        result.update({k: first[k] for k in FLOP_KEYS if k in first})
+    return result
 
 
 def main():
@@ -449,6 +490,7 @@ def main():
     p.add_argument("--arch", help=argparse.SUPPRESS)
     p.add_argument("--flags", default="[]", help=argparse.SUPPRESS)
     p.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-flops", action="store_true", help=argparse.SUPPRESS)
     opts = p.parse_args()
 
     if opts.markdown_of:
@@ -475,7 +517,7 @@ def main():
     for round_ in range(opts.repeats):
         for label, arch, flags in variants:
             print(f"[round {round_ + 1}/{opts.repeats}] {label} ...", file=sys.stderr, flush=True)
-            runs[label].append(run_child(opts, label, arch, flags))
+            runs[label].append(run_child(opts, label, arch, flags, first=runs[label][0] if round_ else None))
 
     results = {label: {k: statistics.median(r[k] for r in rs) for k, _ in METRICS} for label, rs in runs.items()}
     # Ratios pair each variant with the baseline of the same round, then take

@@ -4,6 +4,7 @@ import importlib.util
 import json
 import math
 import os
+import types
 
 import pytest
 import torch
@@ -29,16 +30,20 @@ def test_benchmark_reports_ratios(tmp_path):
     data_bin = preprocess(make_parallel_data(tmp_path / "raw", num_train=64, num_valid=10), tmp_path / "bin")
     out = tmp_path / "bench.json"
     proc = _benchmark(str(data_bin), "--train-updates", "2", "--warmup-updates", "1",
-                      "--decode-sentences", "10", "--max-tokens", "400", "--threads", "1",
+                      "--decode-sentences", "10", "--max-tokens", "400", "--threads", "1", "--repeats", "2",
                       "--variants", "ctxenc",
                       "--variant", "wide-ffn", "transformer", "--encoder-ffn-embed-dim 512", "--json", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "wide-ffn" in proc.stdout and "(1.00x)" in proc.stdout
     results = json.loads(out.read_text())["results"]
     assert set(results) == {"transformer", "ctxenc", "wide-ffn"}
+    # FLOPs are counted in the first round only; the second ran the same batches
+    runs = json.loads(out.read_text())["runs"]
+    for label, rounds in runs.items():
+        assert len(rounds) == 2 and rounds[1]["timed_train_tokens"] == rounds[0]["timed_train_tokens"]
+        assert rounds[1]["train_flops_tok"] == rounds[0]["train_flops_tok"]
     # document order (issue 13 item 3): only the model that can reuse sentence
     # states gets it, against the baseline's decode of every valid sentence
-    runs = json.loads(out.read_text())["runs"]
     assert "full_decode_tok_s" in runs["transformer"][0] and "doc_order_decode_tok_s" not in runs["transformer"][0]
     assert not any(k.startswith(("full_decode", "doc_order")) for k in results["wide-ffn"])
     ctxenc = results["ctxenc"]
@@ -186,3 +191,27 @@ def test_document_order_decode_must_keep_the_translations():
     assert bench.max_score_diff(same, {0: ([4, 5, 2], -1.0 + 1e-6), 1: ([6, 2], -0.5)}) == pytest.approx(1e-6)
     with pytest.raises(SystemExit, match="changed the translations"):
         bench.max_score_diff(same, {0: ([4, 7, 2], -1.0), 1: ([6, 2], -0.5)})
+
+
+def test_later_rounds_must_run_the_first_rounds_batches(monkeypatch):
+    """Rounds after the first take the first round's FLOP counts, which is
+    only right when they ran the same batches."""
+    bench = _benchmark_module()
+    first = {"timed_train_tokens": 100, "decoded_sentences": 10, "decoded_tokens": 310,
+             "train_flops_tok": 7.0, "decode_flops_tok": 3.0}
+    child_output = dict(first, train_flops_tok=None, decode_flops_tok=None)
+
+    def fake_run(cmd, **kwargs):
+        assert "--no-flops" in cmd
+        return types.SimpleNamespace(returncode=0, stderr="",
+                                     stdout="BENCHMARK_JSON " + json.dumps(child_output) + "\n")
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    opts = types.SimpleNamespace(size="tiny", device="cpu", precision="fp32", max_tokens=400, train_updates=2,
+                                 warmup_updates=1, decode_sentences=10, decode_batch_size=4, beam=2,
+                                 decode_length=30, max_len_a=1.2, max_len_b=10, gen_subset="valid", threads=1,
+                                 clock="cpu", doc_order=True, data="data")
+    result = bench.run_child(opts, "v", "transformer", [], first=first)
+    assert result["train_flops_tok"] == 7.0 and result["decode_flops_tok"] == 3.0
+    child_output["decoded_tokens"] = 300
+    with pytest.raises(SystemExit, match="decoded_tokens"):
+        bench.run_child(opts, "v", "transformer", [], first=first)
