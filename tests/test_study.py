@@ -207,6 +207,8 @@ def test_study_smoke_interrupt_resume(tmp_path):
         assert [h["epoch"] for h in rec["history"]] == [1, 2]
         assert 0 < rec["history"][0]["cpu"] <= rec["history"][1]["train_seconds"]
         assert 0 <= rec["bleu"] <= 100 and rec["signature"].startswith("nrefs:1|")
+        # the decoding process's own CPU time (fairseq-generate imports alone take seconds)
+        assert 0.5 < rec["decode_cpu_seconds"] and rec["decode_seconds"] > 0
         by_class = rec["contrastive_by_class"]
         assert sorted(by_class) == ["feminine", "masculine"]
         assert all(0 <= c["accuracy"] <= 1 and c["n"] >= 1 for c in by_class.values())

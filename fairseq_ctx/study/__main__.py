@@ -102,6 +102,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         rec["bleu"], rec["signature"] = detok_bleu(dec["hyps"], refs)
         rec["bleu"] = round(rec["bleu"], 2)
         rec["decode_seconds"] = dec["seconds"]
+        rec["decode_cpu_seconds"] = dec["cpu_seconds"]
         if run.seed == 1:
             hyps[run.name] = dec["hyps"]
         con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count)

@@ -6,6 +6,7 @@ skipped when that output exists, so evaluation resumes like training.
 """
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -51,7 +52,8 @@ def average(out: str, run: Run, count: int) -> str:
 
 
 def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: int, shuffled: bool = False) -> Dict:
-    """Beam search on the test set; returns {"hyps": [...], "seconds": s}."""
+    """Beam search on the test set; returns {"hyps": [...], "seconds": wall s,
+    "cpu_seconds": the decoding process's CPU s (None if decoded before they were recorded)}."""
     from fairseq_ctx.evaluation.bleu import read_generate_log
 
     tag = "test.shuffled" if shuffled else "test"
@@ -62,18 +64,22 @@ def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: 
         log = os.path.join(eval_dir(out, run), tag + ".log")
         cmd = [sys.executable, "-m", "fairseq_cli.generate", bin_dir, "--user-dir", user_dir, "--path", ckpt,
                *run.task_flags, *GENERATE] + (["--shuffle-context"] if shuffled else [])
-        start = time.time()
+        start, before = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
         _call(cmd, log, f"{run.name}: fairseq-generate")
-        seconds = time.time() - start
+        seconds, after = time.time() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+        # CPU time as well: wall time on a machine whose cores also train says little
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         hyps = read_generate_log(log, n_refs)
         with open(hyp_path + ".part", "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)
         os.replace(hyp_path + ".part", hyp_path)
         with open(meta_path, "w") as f:
-            json.dump({"seconds": round(seconds, 1)}, f)
+            json.dump({"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1)}, f)
     with open(hyp_path, encoding="utf-8") as f:
         hyps = [line.rstrip("\n") for line in f]
-    return {"hyps": hyps, "seconds": json.load(open(meta_path))["seconds"]}
+    with open(meta_path) as f:
+        meta = json.load(f)
+    return {"hyps": hyps, "seconds": meta["seconds"], "cpu_seconds": meta.get("cpu_seconds")}
 
 
 def shuffle_contexts(src_path: str, dst_path: str, separator: str = "_eos"):
