@@ -211,26 +211,16 @@ def measure(opts):
             model.encoder.state_cache = None  # every other measurement runs the ordinary path
         return n_tokens / elapsed, best, n_tokens, cache
 
-    sents, gen_tokens, dec_elapsed, first = 0, 0, 0.0, True
-    decode_samples = []  # kept for the FLOP count
-    with torch.no_grad():
-        # Batches in a seeded random order: the first batches of the length-sorted
-        # order hold only the shortest sources, whose document contexts are
-        # longer than they are, which would overstate a context model's cost.
-        for sample in batches(opts.gen_subset, max_sentences=opts.decode_batch_size, shuffle=True):
-            if first:  # one untimed batch: lazy initialisation, allocator warm-up
-                task.inference_step(generator, [model], sample)
-                first = False
-            sync()
-            start = clock()
-            hypos = task.inference_step(generator, [model], sample)
-            sync()
-            dec_elapsed += clock() - start
-            sents += len(hypos)
-            gen_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos)
-            decode_samples.append(sample)
-            if sents >= opts.decode_sentences:
-                break
+    # Batches in a seeded random order: the first batches of the length-sorted
+    # order hold only the shortest sources, whose document contexts are
+    # longer than they are, which would overstate a context model's cost.
+    decode_samples, sents = [], 0  # kept for the FLOP count
+    for sample in batches(opts.gen_subset, max_sentences=opts.decode_batch_size, shuffle=True):
+        decode_samples.append(sample)
+        sents += len(sample["id"])
+        if sents >= opts.decode_sentences:
+            break
+    decode_tok_s, _, gen_tokens, _ = timed_decode(decode_samples)
     # read before the document-order decodes, which only the baseline and
     # ctxenc run (all their batches held, and ctxenc's cached states)
     if device.type == "cuda":
@@ -276,8 +266,8 @@ def measure(opts):
         digest.update(str(tuple(sample["net_input"]["src_tokens"].shape)).encode())
         if sample["net_input"].get("ctx_tokens") is not None:
             digest.update(str(tuple(sample["net_input"]["ctx_tokens"].shape)).encode())
-    return {"batches_sha1": digest.hexdigest(), "params": params, "train_tok_s": train_tok_s, "decode_sent_s": sents / dec_elapsed,
-            "decode_tok_s": gen_tokens / dec_elapsed, "peak_mem_mb": peak_mb,
+    return {"batches_sha1": digest.hexdigest(), "params": params, "train_tok_s": train_tok_s,
+            "decode_sent_s": decode_tok_s * sents / gen_tokens, "decode_tok_s": decode_tok_s, "peak_mem_mb": peak_mb,
             "decoded_sentences": sents, "decoded_tokens": gen_tokens, "timed_train_tokens": tokens, **full, **flops}
 
 
