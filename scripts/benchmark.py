@@ -511,8 +511,13 @@ def main():
     opts = p.parse_args()
 
     if opts.markdown_of:
-        with open(opts.markdown_of) as f:
-            print(markdown_table(json.load(f)), end="")
+        try:
+            with open(opts.markdown_of) as f:
+                doc = json.load(f)
+            table = markdown_table(doc)
+        except (OSError, ValueError, KeyError) as e:
+            p.error(f"--markdown-of {opts.markdown_of}: not a results JSON of this script ({e!r})")
+        print(table, end="")
         return
     if opts.data is None:
         p.error("the data directory is required (unless --markdown-of)")

@@ -93,6 +93,8 @@ def test_benchmark_reports_ratios(tmp_path):
 
 
 def test_benchmark_rejects_missing_data(tmp_path):
+    proc = _benchmark("--markdown-of", str(tmp_path / "nope.json"))
+    assert proc.returncode == 2 and "--markdown-of" in proc.stderr and "nope.json" in proc.stderr
     proc = _benchmark(str(tmp_path / "nope"))
     assert proc.returncode != 0 and "data directory not found" in proc.stderr
     # CPU time adds up threads: asked for with several, it is refused
