@@ -145,13 +145,14 @@ MUTANTS: List[Mutant] = [
            'return incremental_state', DC_REORDER,
            "issue case 7: the causal convolution's cached inputs do not follow the beams"),
     # ---- beam reordering, the other caches
-    Mutant("dc_fi_cache_not_reordered", M + "dual_contextual.py",
-           'return reorder_cache(self, incremental_state, "dc_state", new_order)',
-           'old = dict(self._get_input_buffer(incremental_state)); '
-           'reorder_cache(self, incremental_state, "dc_state", new_order); '
-           'self._get_input_buffer(incremental_state).update({k: v for k, v in old.items() if k != "prev_input"}); '
-           'return incremental_state', DC_REORDER,
-           "the feature-interaction keys/values cache does not follow the beams"),
+    Mutant("dc_fi_cache_not_reordered", M + "incremental_cache.py",
+           'order = cache.pop("pending_order", None)', 'cache.pop("pending_order", None); order = None',
+           DC_REORDER, "the feature-interaction keys/values cache (time-major, reordered at the next append) "
+           "does not follow the beams"),
+    Mutant("dc_fi_cache_second_reorder_lost", M + "incremental_cache.py",
+           'if value is not None and name not in _TIME_MAJOR:',
+           'if value is not None and name not in _TIME_MAJOR + ("pending_order",):', DC_REORDER,
+           "two beam reorders before the next step: the second is not composed into the pending order"),
     Mutant("ctxsan_key_cache_not_reordered", M + "ctxsan_attention.py",
            'return reorder_cache(self, incremental_state, "attn_state", new_order)', "return incremental_state",
            CTXSAN_REORDER,

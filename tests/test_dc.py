@@ -127,6 +127,36 @@ def test_module_matches_eq6_to_8_written_out(f, causal):
         torch.testing.assert_close(z, expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("orders", [[[2, 0, 0, 1]], [[1, 2, 0, 0], [3, 3, 0, 1]], [[0, 1, 2, 3]] * 3],
+                         ids=["once", "twice", "identity-thrice"])
+def test_module_cache_reorders_compose(orders, grad):
+    """The time-major keys/values take beam search's order at the next step,
+    in one gather: one, two or three reorders between two steps equal
+    decoding the rows in their composed order from the start (the
+    convolution window and the key padding mask are reordered at once)."""
+    torch.manual_seed(0)
+    C, H, T, B, split = 8, 2, 7, 4, 3
+    m = DualContextualModule(C, H, kernel_size=3, causal=True).eval()
+    r = torch.randn(T, B, C)
+    kpm = torch.zeros(B, T, dtype=torch.bool)
+    kpm[0, 0] = kpm[2, :2] = True  # left padding of some rows
+    composed = torch.arange(B)
+    with torch.set_grad_enabled(grad):
+        inc = {}
+        for t in range(split):
+            m(r[t:t + 1], key_padding_mask=kpm[:, t:t + 1], incremental_state=inc)
+        for order in orders:
+            order = torch.tensor(order)
+            m.reorder_incremental_state(inc, order)
+            composed = composed.index_select(0, order)
+        r_c, kpm_c = r.index_select(1, composed), kpm.index_select(0, composed)
+        steps = [m(r_c[t:t + 1], key_padding_mask=kpm_c[:, t:t + 1], incremental_state=inc)[0]
+                 for t in range(split, T)]
+        full, _ = m(r_c, key_padding_mask=kpm_c, attn_mask=torch.triu(torch.full((T, T), float("-inf")), 1))
+    torch.testing.assert_close(torch.cat(steps), full[split:], atol=1e-5, rtol=1e-5)
+
+
 def test_layer_spec_parsing_and_bad_flags():
     assert parse_layer_spec("all", 6, "--x") == list(range(6))
     assert parse_layer_spec("none", 6, "--x") == []

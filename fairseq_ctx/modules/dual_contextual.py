@@ -52,8 +52,14 @@ of l_c (k_l, v_l) another, and both FI units run as a single
 ``F.scaled_dot_product_attention`` call over 2 * H heads, whose output is
 already laid out as [h_l; h_g] for W_z. The convolution is one GEMM over the
 unshifted input followed by f shifted additions (no unfolded f*C-wide copy of
-the input). With these, the module costs what its FLOPs say (12 C^2 per token
-against 4 C^2 for self-attention; measured: ``docs/benchmarks.md``).
+the input). In incremental decoding the FI keys and values (twice
+self-attention's, 2H heads) are cached time-major, S x B x 2H x hd, and
+beam search's reorder is applied at the next step while the cache grows
+(:func:`~fairseq_ctx.modules.incremental_cache.append_time_major`): one copy
+of the cache per step instead of fairseq's two (``index_select``, then
+``torch.cat``), which on CPU made the cache copies alone cost more than
+the attention itself. With these, the module costs what its FLOPs say (12 C^2
+per token against 4 C^2 for self-attention; measured: ``docs/benchmarks.md``).
 
 Readout for analysis (Eq. 10-13): with ``need_weights=True`` the forward
 returns the FI attention probabilities as a B x 2 x H x T x S tensor
@@ -75,7 +81,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from fairseq.modules import LayerNorm
 from fairseq.modules.fairseq_dropout import FairseqDropout
 
-from .incremental_cache import append_keys_values, reorder_cache
+from .incremental_cache import append_time_major, reorder_cache
 from .readout import Readout
 
 
@@ -211,8 +217,9 @@ class DualContextualModule(Readout, nn.Module):
     def reorder_incremental_state(
         self, incremental_state: Dict[str, Dict[str, Optional[Tensor]]], new_order: Tensor
     ):
-        """Reorder the cached conv inputs (B x (f-1) x C), keys and values
-        (B x 2H x S x hd) and key padding mask (B x S) for beam search."""
+        """Reorder the cached conv inputs (B x (f-1) x C) and key padding mask
+        (B x S) for beam search; the time-major keys and values
+        (S x B x 2H x hd) take the order at the next step's append."""
         return reorder_cache(self, incremental_state, "dc_state", new_order)
 
     # ------------------------------------------------------------------
@@ -269,21 +276,25 @@ class DualContextualModule(Readout, nn.Module):
         l_c = self.local_context(r, conv_out)
 
         H, hd = self.num_heads, self.head_dim
-        # B x 4H x T x hd: heads [q_l | q_g | k_g | v_g]
-        pr = self.r_proj(r).view(T, B, 4 * H, hd).permute(1, 2, 0, 3)
-        pl = self.lc_proj(l_c).view(T, B, 2 * H, hd).permute(1, 2, 0, 3)
-        q = pr[:, : 2 * H]  # [q_l | q_g]
-        k = torch.cat([pl[:, :H], pr[:, 2 * H: 3 * H]], dim=1)  # [k_l | k_g]
-        v = torch.cat([pl[:, H:], pr[:, 3 * H:]], dim=1)  # [v_l | v_g]
+        # T x B x 4H x hd: heads [q_l | q_g | k_g | v_g]; T x B x 2H x hd: [k_l | v_l]
+        pr = self.r_proj(r).view(T, B, 4 * H, hd)
+        pl = self.lc_proj(l_c).view(T, B, 2 * H, hd)
+        q = pr[:, :, : 2 * H].permute(1, 2, 0, 3)  # B x 2H x T x hd: [q_l | q_g]
+        k_parts = [pl[:, :, :H], pr[:, :, 2 * H: 3 * H]]  # [k_l | k_g]
+        v_parts = [pl[:, :, H:], pr[:, :, 3 * H:]]  # [v_l | v_g]
 
         if saved is not None:
-            k, v, key_padding_mask = append_keys_values(saved, k, v, key_padding_mask)
+            # written straight into the time-major cache, read back as B x 2H x S x hd views
+            k, v, key_padding_mask = append_time_major(saved, k_parts, v_parts, key_padding_mask)
             assert incremental_state is not None
             self._set_input_buffer(incremental_state, saved)
             if attn_mask is None and T > 1:
                 # new positions attend to the cache and causally among themselves
                 S_prev = k.size(2) - T
                 attn_mask = torch.ones(T, S_prev + T, dtype=torch.bool, device=r.device).triu(S_prev + 1)
+        else:
+            k = torch.cat(k_parts, dim=2).permute(1, 2, 0, 3)  # B x 2H x T x hd
+            v = torch.cat(v_parts, dim=2).permute(1, 2, 0, 3)
         S = k.size(2)
 
         mask = self._combine_masks(attn_mask, key_padding_mask, T, S, B, r.dtype)
