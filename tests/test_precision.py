@@ -295,6 +295,19 @@ def _grads(params, inputs):
                       for t in [*params, *inputs]])
 
 
+def _check_every_dtype(name, full, keep, check_steps=None):
+    """``full(dtype)`` -> (outputs, gradients) in every half precision
+    against float32, at the positions ``keep``; then ``check_steps(dtype,
+    float32 outputs, keep)`` where the module also decodes step by step."""
+    ref, g_ref = full(torch.float32)
+    for dtype in UNIT:
+        y, g = full(dtype)
+        _assert_close(name, dtype, y, ref, keep)
+        _assert_grads(name, dtype, g, g_ref)
+        if check_steps is not None:
+            check_steps(dtype, ref, keep)
+
+
 def _assert_grads(what, dtype, g, g_ref):
     assert torch.isfinite(g).all(), f"{what} {dtype}: gradient not finite"
     cos = torch.nn.functional.cosine_similarity(g.double(), g_ref.double(), dim=0).item()
@@ -355,20 +368,16 @@ def test_ctxsan_attention_half_precision_every_context_and_side(context, side):
                 sums = h.new_sums
         return torch.cat(out).float(), [torch.cat(level) for level in zip(*means)]
 
-    ref, g_ref = full(torch.float32)
-    keep = ~mask.t()
-    for dtype in UNIT:
-        y, g = full(dtype)
-        _assert_close(f"ctxsan {context} {side}", dtype, y, ref, keep)
-        _assert_grads(f"ctxsan {context} {side}", dtype, g, g_ref)
-        if causal:
-            out, means = step_by_step(dtype)
-            _assert_close(f"ctxsan {context} {side} step by step", dtype, out, ref, keep)
-            for x, mean in zip(xs, means):  # within one rounding of the exact means of the rounded inputs
-                x64 = x.to(dtype).double()
-                exact = x64.cumsum(0) / torch.arange(1, LONG + 1, dtype=torch.float64).view(-1, 1, 1)
-                assert mean.dtype == dtype and (mean.double() - exact).abs().le(
-                    UNIT[dtype] * exact.abs() + 1e-6).all(), f"ctxsan {context}: prefix means in {dtype}"
+    def check_steps(dtype, ref, keep):
+        out, means = step_by_step(dtype)
+        _assert_close(f"ctxsan {context} {side} step by step", dtype, out, ref, keep)
+        for x, mean in zip(xs, means):  # within one rounding of the exact means of the rounded inputs
+            x64 = x.to(dtype).double()
+            exact = x64.cumsum(0) / torch.arange(1, LONG + 1, dtype=torch.float64).view(-1, 1, 1)
+            assert mean.dtype == dtype and (mean.double() - exact).abs().le(
+                UNIT[dtype] * exact.abs() + 1e-6).all(), f"ctxsan {context}: prefix means in {dtype}"
+
+    _check_every_dtype(f"ctxsan {context} {side}", full, ~mask.t(), check_steps if causal else None)
 
 
 @pytest.mark.parametrize("side,f", [("encoder", 2), ("encoder", 3), ("decoder", 2), ("decoder", 3)])
@@ -408,14 +417,10 @@ def test_dual_contextual_half_precision_enc_and_dec(side, f):
             return torch.cat([m(x, x, x, incremental_state=state)[0]
                               for x in x0.to(dtype).split(1)]).float()
 
-    ref, g_ref = full(torch.float32)
-    keep = ~mask.t()
-    for dtype in UNIT:
-        y, g = full(dtype)
-        _assert_close(f"DC {side} f={f}", dtype, y, ref, keep)
-        _assert_grads(f"DC {side} f={f}", dtype, g, g_ref)
-        if causal:
-            _assert_close(f"DC {side} f={f} step by step", dtype, step_by_step(dtype), ref, keep)
+    def check_steps(dtype, ref, keep):
+        _assert_close(f"DC {side} f={f} step by step", dtype, step_by_step(dtype), ref, keep)
+
+    _check_every_dtype(f"DC {side} f={f}", full, ~mask.t(), check_steps if causal else None)
 
 
 @pytest.mark.parametrize("ablation,softmax_over", [
