@@ -289,22 +289,26 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name):
     ``build_*_layer`` hook that returns its own layer must wrap it as fairseq
     does), and recomputing the activations in backward gives the gradients of
     the plain model. ctxsan's layers read lower layers' states through a
-    per-forward history that a recomputation could not replay: it refuses
-    the flag with one line. (Tried: ctxenc's gated layer returned unwrapped,
-    as it was: fails.)"""
-    from fairseq_ctx.errors import ConfigError
+    per-forward history, which fairseq's reentrant wrapper would cut from
+    the gradient: they checkpoint themselves (non-reentrant), and their
+    self-attention must run twice per training step (forward, then the
+    recomputation). (Tried: ctxenc's gated layer returned unwrapped, as it
+    was: fails; ctxsan's layers under fairseq's wrapper: the recomputation
+    finds the history closed and stops.)"""
+    from fairseq_ctx.modules.ctxsan_attention import ContextAwareSelfAttention
 
     flags = [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", "0"]
-    if BY_NAME[name].arch == "transformer_ctxsan":
-        with pytest.raises(ConfigError, match="--checkpoint-activations is not supported by transformer_ctxsan"):
-            build_model(BY_NAME[name].arch, [*flags, "--checkpoint-activations"])
-        return
     reference = _model(name)
     model = build_model(BY_NAME[name].arch, [*flags, "--checkpoint-activations"])
     model.load_state_dict(reference.state_dict())
     layers = [*model.encoder.layers, *model.decoder.layers]
-    unwrapped = [type(layer).__name__ for layer in layers if not hasattr(layer, "precheckpoint_forward")]
+    unwrapped = [type(layer).__name__ for layer in layers
+                 if not (hasattr(layer, "precheckpoint_forward") or getattr(layer, "ctx_checkpoint", False))]
     assert not unwrapped, unwrapped
+    calls = []
+    for module in model.modules():
+        if isinstance(module, ContextAwareSelfAttention):
+            module.register_forward_hook(lambda *_: calls.append(1))
     src, src_lengths, prev, _, kwargs = _batch(reference, seed=5)
     grads = []
     for m in (reference, model):
@@ -312,6 +316,8 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name):
         m(src, src_lengths, prev, **kwargs)[0].logsumexp(-1).sum().backward()
         grads.append({n: p.grad for n, p in m.named_parameters() if p.grad is not None})
     reference.eval()
+    n_ctxsan = sum(isinstance(m, ContextAwareSelfAttention) for m in model.modules())
+    assert len(calls) == 2 * n_ctxsan  # each recomputed once in backward (0 for other architectures)
     assert grads[0].keys() == grads[1].keys()
     for n in grads[0]:
         torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-5, rtol=1e-4, msg=lambda m: f"{n}: {m}")

@@ -11,10 +11,13 @@ from fairseq.distributed import fsdp_wrap
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 
 
-def wrap_layer(layer, cfg):
-    """``layer`` wrapped as fairseq wraps the layers it builds."""
+def wrap_layer(layer, cfg, checkpoints_itself: bool = False):
+    """``layer`` wrapped as fairseq wraps the layers it builds;
+    ``checkpoints_itself``: the layer does its own activation checkpointing
+    (ctxsan's, see :mod:`fairseq_ctx.modules.ctxsan_layer`), so only the
+    FSDP wrapping applies."""
     checkpoint = cfg.checkpoint_activations
-    if checkpoint:
+    if checkpoint and not checkpoints_itself:
         layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
     # upstream: with checkpointing every layer is its own FSDP unit
     min_params_to_wrap = cfg.min_params_to_wrap if not checkpoint else 0

@@ -58,6 +58,7 @@ from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLa
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.modules.incremental_cache import reorder_cache
 from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.layer_wrapping import wrap_layer
 from fairseq_ctx.models.model_config import (
     TransformerFlatConfig,
     add_args_from_dataclass,
@@ -92,8 +93,9 @@ def validate_ctxsan_args(args):
     sides = ["encoder", "decoder"] if args.ctxsan_side == "both" else [args.ctxsan_side]
     check_every_layer_runs(args, sides, "transformer_ctxsan",
                            "on the context-aware side the context of layer l is sized by l (Eq. 9-10)")
-    if getattr(args, "checkpoint_activations", False) or getattr(args, "offload_activations", False):
-        raise ConfigError("--checkpoint-activations is not supported by transformer_ctxsan")
+    if getattr(args, "offload_activations", False):
+        raise ConfigError("--offload-activations is not supported by transformer_ctxsan "
+                          "(use --checkpoint-activations, which it supports)")
     if args.ctxsan_side != "encoder":
         for flag in ("cross_self_attention", "scale_attn", "scale_heads", "scale_fc", "scale_resids"):
             if getattr(args, flag, False):
@@ -116,8 +118,8 @@ class CtxSanEncoder(TransformerEncoderBase):
     def build_encoder_layer(self, cfg):
         # called once per layer, in order, from TransformerEncoderBase.__init__
         self._ctx_layers_built += 1
-        return CtxSanEncoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context, cfg.ctxsan_contextualize,
-                                  self.ctx_slot)
+        return wrap_layer(CtxSanEncoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context,
+                                             cfg.ctxsan_contextualize, self.ctx_slot), cfg, checkpoints_itself=True)
 
     def forward_scriptable(self, src_tokens, src_lengths: Optional[Tensor] = None,
                            return_all_hiddens: bool = False, token_embeddings: Optional[Tensor] = None):
@@ -146,8 +148,9 @@ class CtxSanDecoder(BoolFutureMask, TransformerDecoderBase):
         if not self.ctx_aware:
             return super().build_decoder_layer(cfg, no_encoder_attn)
         self._ctx_layers_built += 1
-        return CtxSanDecoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context, cfg.ctxsan_contextualize,
-                                  self.ctx_slot, no_encoder_attn=no_encoder_attn)
+        return wrap_layer(CtxSanDecoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context,
+                                             cfg.ctxsan_contextualize, self.ctx_slot,
+                                             no_encoder_attn=no_encoder_attn), cfg, checkpoints_itself=True)
 
     def extract_features_scriptable(
         self,

@@ -185,11 +185,13 @@ class HistorySlot(object):
 
     @contextmanager
     def open(self, history: ContextHistory) -> Iterator[ContextHistory]:
-        self.history = history
+        # restores what was open before: a checkpointed layer reopens the
+        # stack's history around its own forward (and recomputation)
+        previous, self.history = self.history, history
         try:
             yield history
         finally:
-            self.history = None  # the layer inputs are not kept past the forward
+            self.history = previous  # the layer inputs are not kept past the forward
 
 
 @with_incremental_state

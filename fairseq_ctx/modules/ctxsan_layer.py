@@ -8,13 +8,38 @@ with two changes through their hooks: ``build_self_attention`` builds a
 records the layer input ``H^l`` in the stack's context history (the deep and
 deep-global contexts of Eq. 9-10 are built from the inputs of this and the
 lower layers), then runs fairseq's forward unchanged.
+
+``--checkpoint-activations``: fairseq's ``checkpoint_wrapper`` is reentrant:
+its recomputation sees only the layer's tensor arguments, so the lower
+layers' states that the context reads through the history would get no
+gradient from this layer, and the history is closed by then. These layers
+checkpoint themselves instead with PyTorch's non-reentrant checkpoint
+(``use_reentrant=False``), which keeps the autograd graph to every tensor
+the forward touched and recomputes only the saved activations; the
+recomputation reopens the same history (already pushed: it pushes nothing
+again), so gradients equal the plain model's (tested).
 """
 from typing import Dict, List, Optional
 
+import torch
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from torch import Tensor
+from torch.utils.checkpoint import checkpoint
 
-from .ctxsan_attention import ContextAwareSelfAttention, HistorySlot
+from .ctxsan_attention import ContextAwareSelfAttention, ContextHistory, HistorySlot
+
+
+def _run_in(layer_forward, slot: HistorySlot, history: ContextHistory, checkpointed: bool, *args, **kwargs):
+    """``layer_forward(*args, **kwargs)`` with ``history`` open in ``slot``,
+    under a non-reentrant activation checkpoint when ``checkpointed`` (and
+    autograd is recording a training step)."""
+    def run(*args, **kwargs):
+        with slot.open(history):
+            return layer_forward(*args, **kwargs)
+
+    if checkpointed and torch.is_grad_enabled():
+        return checkpoint(run, *args, use_reentrant=False, **kwargs)
+    return run(*args, **kwargs)
 
 
 class CtxSanEncoderLayer(TransformerEncoderLayerBase):
@@ -26,6 +51,7 @@ class CtxSanEncoderLayer(TransformerEncoderLayerBase):
         self.ctx_context = context
         self.ctx_contextualize = contextualize
         self.ctx_slot = slot
+        self.ctx_checkpoint = bool(cfg.checkpoint_activations)
         super().__init__(cfg)
 
     def build_self_attention(self, embed_dim, cfg):
@@ -37,8 +63,10 @@ class CtxSanEncoderLayer(TransformerEncoderLayerBase):
 
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
         # x: T x B x C (this layer's input H^l); encoder_padding_mask: B x T or None
-        self.ctx_slot.history.push(x, encoder_padding_mask)
-        return super().forward(x, encoder_padding_mask, attn_mask=attn_mask)
+        history = self.ctx_slot.history
+        history.push(x, encoder_padding_mask)
+        return _run_in(super().forward, self.ctx_slot, history, self.ctx_checkpoint and self.training,
+                       x, encoder_padding_mask, attn_mask=attn_mask)
 
 
 class CtxSanDecoderLayer(TransformerDecoderLayerBase):
@@ -52,6 +80,7 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
         self.ctx_context = context
         self.ctx_contextualize = contextualize
         self.ctx_slot = slot
+        self.ctx_checkpoint = bool(cfg.checkpoint_activations)
         super().__init__(cfg, no_encoder_attn=no_encoder_attn)
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
@@ -75,8 +104,12 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
         need_head_weights: bool = False,
     ):
         # x: T x B x C (this layer's input H^l); self_attn_padding_mask: B x T or None
-        self.ctx_slot.history.push(x, self_attn_padding_mask)
-        return super().forward(
+        history = self.ctx_slot.history
+        history.push(x, self_attn_padding_mask)
+        # incremental decoding writes caches: never recomputed
+        checkpointed = self.ctx_checkpoint and self.training and incremental_state is None
+        return _run_in(
+            super().forward, self.ctx_slot, history, checkpointed,
             x, encoder_out, encoder_padding_mask, incremental_state,
             prev_self_attn_state=prev_self_attn_state, prev_attn_state=prev_attn_state,
             self_attn_mask=self_attn_mask, self_attn_padding_mask=self_attn_padding_mask,
