@@ -4,6 +4,7 @@ corpus laid out like data/bible, interrupted mid-run and resumed."""
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -241,6 +242,19 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert one.returncode == 0, one.stderr[-3000:]
     again = {r["name"]: r for r in json.loads(results.read_text())["runs"]}
     assert list(again) == ["transformer", "concat"] and again["concat"]["p_value"] == by_name["concat"]["p_value"]
+
+    # on a machine without the baseline's outputs (a fresh clone has the
+    # committed JSON only), the results file's records are carried over as
+    # they were, and so are the paired tests that need the baseline's output
+    before = json.loads(results.read_text())
+    shutil.rmtree(out / "transformer")
+    fresh = _study(data, out, results, "--runs", "concat", "--stage", "evaluate")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    assert "carried over from" in fresh.stdout and ": evaluating" in fresh.stdout
+    after = json.loads(results.read_text())
+    assert after["runs"] == before["runs"]
+    assert after["bleu_by_length"] == before["bleu_by_length"]
+    assert after["bootstrap_signature"] == before["bootstrap_signature"]
 
 
 def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):

@@ -85,11 +85,21 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
     fig_dir = os.path.splitext(opts.results)[0]
     os.makedirs(fig_dir, exist_ok=True)
 
-    records, hyps = [], {}
+    records, hyps, carried = [], {}, []
+    previous_extra, previous_runs = report.read(opts.results)
     # --runs chooses what is evaluated now; the results keep every run
-    # evaluated before (rebuilt from its outputs), so evaluating one run does
-    # not drop the others from the JSON, the paired tests and the figures
-    for run in [r for r in study_runs.RUNS if r in selected or evaluate.is_evaluated(opts.out, r)]:
+    # evaluated before, rebuilt from its outputs where they are on this
+    # machine, else carried over from the results file as it was (a fresh
+    # machine has the committed JSON but no checkpoints), so evaluating one run
+    # never drops the others from the JSON, the paired tests and the figures
+    for run in study_runs.RUNS:
+        here = evaluate.is_evaluated(opts.out, run) or (run in selected and is_trained(opts.out, run))
+        if not here and run.name in previous_runs:
+            records.append(previous_runs[run.name])
+            carried.append(run)
+            continue
+        if not here and run not in selected:
+            continue
         rec = base_record(opts, run)
         records.append(rec)
         if rec["status"] != "trained":
@@ -127,9 +137,24 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
              + (f", shuffled context BLEU {rec['shuffled_bleu']:.2f}" if "shuffled_bleu" in rec else ""))
 
     extra = {"setup": report.setup_record(counts, opts.settings)}
-    extra["bootstrap_signature"] = report.paired(records, hyps, refs)
-    report.paired_controls(records, hyps, refs)
     extra["seed_spread"] = report.seed_spread(records)
+    if any(run.seed == 1 for run in carried):
+        # a carried run's translations are not here: its paired tests and
+        # length buckets stay as the results file has them, and the figures
+        # drawn from translations are left alone
+        echo("[study] carried over from " + opts.results + " (outputs not on this machine): "
+             + ", ".join(run.name for run in carried) + "; paired tests and BLEU by length kept as they were")
+        for key in ("bootstrap_signature", "bleu_by_length"):
+            if key in previous_extra:
+                extra[key] = previous_extra[key]
+        for rec in records:
+            for key in report.PAIRED_KEYS:
+                if key not in rec and key in previous_runs.get(rec["name"], {}):
+                    rec[key] = previous_runs[rec["name"]][key]
+        hyps = {}
+    else:
+        extra["bootstrap_signature"] = report.paired(records, hyps, refs)
+        report.paired_controls(records, hyps, refs)
     if hyps:
         from fairseq_ctx.evaluation.length_buckets import bleu_by_length, plot_length_buckets
 

@@ -2,9 +2,13 @@
 by source length, and a Markdown table for the docs."""
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from fairseq_ctx.study.runs import Settings
+
+
+# what paired() and paired_controls() add to a record
+PAIRED_KEYS = ("delta_bleu", "p_value", "delta_bleu_vs_control", "p_value_vs_control")
 
 
 def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], baseline: str = "transformer"):
@@ -127,6 +131,17 @@ def setup_record(pronoun_counts: Optional[Dict], settings: Settings) -> Dict:
             "decoding": "beam 4, --max-len-a 1.5 --max-len-b 10, every test sentence; detokenized sacreBLEU",
             "pronoun_set": pronoun_counts,
             "machine": "CPU, one thread per run (taskset, OMP_NUM_THREADS=1)"}
+
+
+def read(path: str) -> Tuple[Dict, Dict[str, Dict]]:
+    """A results file written by :func:`write`, as (its other keys, its runs
+    by name); both empty when there is no file yet."""
+    if not os.path.exists(path):
+        return {}, {}
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    runs = data.pop("runs", [])
+    return data, {rec["name"]: rec for rec in runs}
 
 
 def write(path: str, records: List[Dict], extra: Dict):
