@@ -283,8 +283,9 @@ def test_half_precision_forward_and_backward(name, dtype):
     assert all(g is not None and bool(torch.isfinite(g).all()) for g in grads)
 
 
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
 @pytest.mark.parametrize("name", NAMES)
-def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name):
+def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, dropout):
     """``--checkpoint-activations`` reaches every layer, ours included (a
     ``build_*_layer`` hook that returns its own layer must wrap it as fairseq
     does), and recomputing the activations in backward gives the gradients of
@@ -292,15 +293,17 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name):
     per-forward history, which fairseq's reentrant wrapper would cut from
     the gradient: they checkpoint themselves (non-reentrant), and their
     self-attention must run twice per training step (forward, then the
-    recomputation). (Tried: ctxenc's gated layer returned unwrapped, as it
-    was: fails; ctxsan's layers under fairseq's wrapper: the recomputation
-    finds the history closed and stops.)"""
+    recomputation). With dropout, the recomputation must replay the same
+    masks (same seed: same gradients). (Tried: ctxenc's gated layer returned
+    unwrapped, as it was: fails; ctxsan's layers under fairseq's wrapper: the
+    recomputation finds the history closed and stops.)"""
     from fairseq_ctx.modules.ctxsan_attention import ContextAwareSelfAttention
 
-    flags = [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", "0"]
-    reference = _model(name)
+    flags = [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", str(dropout)]
+    reference = build_model(BY_NAME[name].arch, flags)
     model = build_model(BY_NAME[name].arch, [*flags, "--checkpoint-activations"])
-    model.load_state_dict(reference.state_dict())
+    for m in (reference, model):  # the contract's weights (random gates)
+        m.load_state_dict(_model(name).state_dict())
     layers = [*model.encoder.layers, *model.decoder.layers]
     unwrapped = [type(layer).__name__ for layer in layers
                  if not (hasattr(layer, "precheckpoint_forward") or getattr(layer, "ctx_checkpoint", False))]
@@ -313,9 +316,9 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name):
     grads = []
     for m in (reference, model):
         m.train().zero_grad()
+        torch.manual_seed(11)
         m(src, src_lengths, prev, **kwargs)[0].logsumexp(-1).sum().backward()
         grads.append({n: p.grad for n, p in m.named_parameters() if p.grad is not None})
-    reference.eval()
     n_ctxsan = sum(isinstance(m, ContextAwareSelfAttention) for m in model.modules())
     assert len(calls) == 2 * n_ctxsan  # each recomputed once in backward (0 for other architectures)
     assert grads[0].keys() == grads[1].keys()

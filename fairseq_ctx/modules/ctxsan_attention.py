@@ -191,7 +191,9 @@ class HistorySlot(object):
         try:
             yield history
         finally:
-            self.history = previous  # the layer inputs are not kept past the forward
+            # the slot does not hold the layer inputs past the forward; a
+            # checkpointed layer keeps its own reference for the recomputation
+            self.history = previous
 
 
 @with_incremental_state

@@ -4,8 +4,8 @@ the DC module's convolution window and keys/values, GRET's context gate).
 
 fairseq keeps one dictionary of tensors per module under a module-unique key
 (``FairseqIncrementalState.get_incremental_state``). Beam search reorders
-every cache along its batch dimension, which for all our caches is dim 0
-(``B x ...``; keys and values ``B x H x S x hd``, as fairseq's
+every cache along its batch dimension, which for all our caches but one is
+dim 0 (``B x ...``; keys and values ``B x H x S x hd``, as fairseq's
 ``MultiheadAttention`` stores them).
 
 The DC module keeps its keys and values time-major instead (``S x B x H x
@@ -38,7 +38,9 @@ def reorder_cache(module, incremental_state: IncrementalState, key: str, new_ord
             if value is not None and name not in _TIME_MAJOR:
                 cache[name] = value.index_select(0, new_order)
         if cache.get("key_tm") is not None and cache.get("pending_order") is None:
-            cache["pending_order"] = new_order
+            # kept past this call: a copy, so that a caller reusing its order
+            # tensor in place cannot change what the next append gathers
+            cache["pending_order"] = new_order.clone()
         incremental_state = module.set_incremental_state(incremental_state, key, cache)
     return incremental_state
 
