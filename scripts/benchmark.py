@@ -431,6 +431,16 @@ def variants_of(opts):
     return variants
 
 
+def reuses_sentence_states(arch: str) -> bool:
+    """Whether ``arch`` can keep each sentence's shared-layer states for the
+    next sentence's context (the document-order decode measures it)."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    from fairseq_ctx.models.transformer_ctxenc import TransformerCtxEncModel
+
+    return issubclass(ARCH_MODEL_REGISTRY[arch], TransformerCtxEncModel)
+
+
 FLOP_KEYS = ("train_flops_tok", "decode_flops_tok", "full_decode_flops_tok", "doc_order_decode_flops_tok")
 SAME_WORK = ("batches_sha1", "timed_train_tokens", "decoded_sentences", "decoded_tokens", "full_decode_tokens")
 
@@ -498,7 +508,8 @@ def main():
                         "cpu with --threads 1 on CPU, else wall")
     p.add_argument("--no-doc-order", dest="doc_order", action="store_false",
                    help="skip the document-order decode (every sentence of --gen-subset, ordinary and with "
-                        "reused sentence states, for the baseline and transformer_ctxenc)")
+                        "reused sentence states, for the baseline and transformer_ctxenc; skipped anyway when no variant "
+                        "can reuse states)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--markdown-of", metavar="JSON",
                    help="print the Markdown table of a results JSON written by --json, and run nothing")
@@ -535,6 +546,8 @@ def main():
         p.error("--clock cpu: needs --threads 1 and --device cpu (CPU time adds up threads and does not see a GPU)")
 
     variants = variants_of(opts)
+    if opts.doc_order and not any(reuses_sentence_states(arch) for _, arch, _ in variants):
+        opts.doc_order = False  # the baseline's whole-subset decode would be compared with nothing
     runs = {label: [] for label, _, _ in variants}
     for round_ in range(opts.repeats):
         for label, arch, flags in variants:

@@ -228,3 +228,15 @@ def test_later_rounds_must_run_the_first_rounds_batches(monkeypatch):
     child_output.update(decoded_tokens=310, batches_sha1="cd")  # same counts, other batches
     with pytest.raises(SystemExit, match="batches_sha1"):
         bench.run_child(opts, "v", "transformer", [], first=first)
+
+
+def test_document_order_only_where_a_variant_can_reuse_states():
+    """The baseline's decode of the whole subset is only worth its time when a
+    variant (transformer_ctxenc and its sizes) is compared with it."""
+    import fairseq_ctx  # noqa: F401  (registers the architectures)
+
+    bench = _benchmark_module()
+    assert bench.reuses_sentence_states("transformer_ctxenc")
+    assert bench.reuses_sentence_states("transformer_ctxenc_tiny")
+    for arch in ("transformer", "transformer_dc", "transformer_ctxsan", "transformer_gret"):
+        assert not bench.reuses_sentence_states(arch), arch
