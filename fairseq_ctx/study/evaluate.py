@@ -163,14 +163,14 @@ def is_evaluated(out: str, run: Run) -> bool:
     tags = ["test.hyp", "test.json", "pronouns.scores"]
     if run.uses_context:
         tags += ["test.shuffled.hyp", "test.shuffled.json", "pronouns.shuffled.scores"]
-    if run.arch in ANALYSES and run.seed == 1 and not run.flags:
+    if run.arch in ANALYSES and not run.flags:
         tags.append(ANALYSES[run.arch][2])
     return all(os.path.exists(os.path.join(eval_dir(out, run), tag)) for tag in tags)
 
 
 def analysis(out: str, run: Run, bin_dir: str, count: int) -> Optional[str]:
     """Run the paper's analysis for this architecture; returns its output path."""
-    if run.arch not in ANALYSES or run.seed != 1 or run.flags:
+    if run.arch not in ANALYSES or run.flags:
         return None
     module, flags, name = ANALYSES[run.arch]
     target = os.path.join(eval_dir(out, run), name)
