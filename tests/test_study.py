@@ -108,6 +108,34 @@ def test_a_run_is_tested_against_its_control():
     assert "delta_bleu_vs_control" not in records[1]
 
 
+def test_each_seed_is_paired_with_its_own_baseline():
+    """A second-seed run is tested against the second-seed baseline; a seed
+    whose baseline's translations are not here keeps its earlier results."""
+    from fairseq_ctx.study.report import paired_by_seed
+    from fairseq_ctx.study.runs import baseline_of
+
+    assert (baseline_of(1), baseline_of(2), baseline_of(3)) == ("transformer", "transformer-seed2", None)
+    refs = [f"the king saw his son number {i} ." for i in range(40)]
+    worse = [r.replace("son", "father") for r in refs]
+    records = [{"name": "transformer", "seed": 1}, {"name": "transformer_ctxenc", "seed": 1},
+               {"name": "transformer-seed2", "seed": 2}, {"name": "transformer_ctxenc-seed2", "seed": 2}]
+    hyps = {"transformer": refs, "transformer_ctxenc": refs, "transformer-seed2": worse,
+            "transformer_ctxenc-seed2": refs}
+    assert paired_by_seed(records, hyps, refs, set(), {}).startswith("nrefs:1|bs:1000")
+    assert records[1]["paired_with"] == "transformer" and records[1]["delta_bleu"] == 0
+    # better than its own seed's baseline, although level with seed 1's
+    assert records[3]["paired_with"] == "transformer-seed2" and records[3]["delta_bleu"] > 10
+    assert "p_value" not in records[0] and "p_value" not in records[2]
+
+    earlier = {"transformer_ctxenc": {"delta_bleu": 0.16, "p_value": 0.257, "paired_with": "transformer"}}
+    records = [{"name": "transformer_ctxenc", "seed": 1}, {"name": "transformer-seed2", "seed": 2},
+               {"name": "transformer_ctxenc-seed2", "seed": 2}]
+    paired_by_seed(records, {n: hyps[n] for n in ("transformer-seed2", "transformer_ctxenc-seed2")}, refs,
+                   {1}, earlier)
+    assert records[0] == dict(earlier["transformer_ctxenc"], name="transformer_ctxenc", seed=1)
+    assert records[2]["paired_with"] == "transformer-seed2"
+
+
 def test_record_status(tmp_path):
     """A run is 'not started' without a finished epoch, 'training' with one."""
     from types import SimpleNamespace

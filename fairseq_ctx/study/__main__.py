@@ -113,8 +113,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         rec["bleu"] = round(rec["bleu"], 2)
         rec["decode_seconds"] = dec["seconds"]
         rec["decode_cpu_seconds"] = dec["cpu_seconds"]
-        if run.seed == 1:
-            hyps[run.name] = dec["hyps"]
+        hyps[run.name] = dec["hyps"]
         con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count)
         rec["contrastive_accuracy"] = round(con["accuracy"], 4)
         rec["contrastive_by_class"] = con["by_class"]
@@ -138,23 +137,22 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
 
     extra = {"setup": report.setup_record(counts, opts.settings)}
     extra["seed_spread"] = report.seed_spread(records)
-    if any(run.seed == 1 for run in carried):
-        # a carried run's translations are not here: its paired tests and
-        # length buckets stay as the results file has them, and the figures
-        # drawn from translations are left alone
+    carried_seeds = {run.seed for run in carried}
+    if carried:
+        # a carried run's translations are not here: the paired tests of its
+        # seed and (seed 1) the length buckets stay as the results file has
+        # them, and the figure drawn from translations is left alone
         echo("[study] carried over from " + opts.results + " (outputs not on this machine): "
-             + ", ".join(run.name for run in carried) + "; paired tests and BLEU by length kept as they were")
+             + ", ".join(run.name for run in carried) + "; their seeds' paired tests kept as they were")
         for key in ("bootstrap_signature", "bleu_by_length"):
             if key in previous_extra:
                 extra[key] = previous_extra[key]
-        for rec in records:
-            for key in report.PAIRED_KEYS:
-                if key not in rec and key in previous_runs.get(rec["name"], {}):
-                    rec[key] = previous_runs[rec["name"]][key]
-        hyps = {}
-    else:
-        extra["bootstrap_signature"] = report.paired(records, hyps, refs)
-        report.paired_controls(records, hyps, refs)
+    signature = report.paired_by_seed(records, hyps, refs, carried_seeds, previous_runs)
+    if signature:
+        extra["bootstrap_signature"] = signature
+    seed_of = {rec["name"]: rec["seed"] for rec in records}
+    # BLEU by length: the seed-1 runs
+    hyps = {} if 1 in carried_seeds else {name: h for name, h in hyps.items() if seed_of[name] == 1}
     if hyps:
         from fairseq_ctx.evaluation.length_buckets import bleu_by_length, plot_length_buckets
 

@@ -2,21 +2,21 @@
 by source length, and a Markdown table for the docs."""
 import json
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from fairseq_ctx.study.runs import Settings
 
 
 # what paired() and paired_controls() add to a record
-PAIRED_KEYS = ("delta_bleu", "p_value", "delta_bleu_vs_control", "p_value_vs_control")
+PAIRED_KEYS = ("delta_bleu", "p_value", "paired_with", "delta_bleu_vs_control", "p_value_vs_control")
 
 
-def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], baseline: str = "transformer"):
+def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], baseline: Optional[str] = "transformer"):
     """Paired bootstrap p-value and delta of every run against the baseline
     (sacreBLEU's implementation through fairseq_ctx.evaluation)."""
     from fairseq_ctx.evaluation.bleu import paired_bootstrap
 
-    if baseline not in hyps:
+    if baseline is None or baseline not in hyps:
         return ""
     others = {name: h for name, h in hyps.items() if name != baseline}
     results, signature = paired_bootstrap(hyps[baseline], others, refs)
@@ -25,6 +25,7 @@ def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], bas
         if res is not None:
             rec["delta_bleu"] = round(res.delta, 2)
             rec["p_value"] = round(res.p_value, 4)
+            rec["paired_with"] = baseline
     return signature
 
 
@@ -39,6 +40,30 @@ def paired_controls(records: List[Dict], hyps: Dict[str, List[str]], refs: List[
             res = paired_bootstrap(hyps[control], {rec["name"]: hyps[rec["name"]]}, refs)[0][rec["name"]]
             rec["delta_bleu_vs_control"] = round(res.delta, 2)
             rec["p_value_vs_control"] = round(res.p_value, 4)
+
+
+def paired_by_seed(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], carried_seeds: Set[int],
+                   previous: Dict[str, Dict]) -> str:
+    """:func:`paired` and :func:`paired_controls` within each seed: every
+    run against the baseline trained with its own seed. A seed with a run
+    whose translations are not here (``carried_seeds``) keeps the paired
+    results of ``previous`` (records by name). Returns the bootstrap's
+    signature ("" when nothing was paired)."""
+    from fairseq_ctx.study.runs import baseline_of
+
+    signature = ""
+    for seed in sorted({rec["seed"] for rec in records}):
+        group = [rec for rec in records if rec["seed"] == seed]
+        if seed in carried_seeds:
+            for rec in group:
+                for key in PAIRED_KEYS:
+                    if key not in rec and key in previous.get(rec["name"], {}):
+                        rec[key] = previous[rec["name"]][key]
+            continue
+        seed_hyps = {rec["name"]: hyps[rec["name"]] for rec in group if rec["name"] in hyps}
+        signature = paired(group, seed_hyps, refs, baseline=baseline_of(seed)) or signature
+        paired_controls(group, seed_hyps, refs)
+    return signature
 
 
 def shuffled_drop(rec: Dict, hyps: List[str], shuffled_hyps: List[str], refs: List[str]):

@@ -131,3 +131,12 @@ def by_name(names=None) -> List[Run]:
         raise SystemExit(f"study: error: --runs: unknown run(s) {', '.join(unknown)}; "
                          f"known: {', '.join(known)}")
     return [known[n] for n in names]
+
+
+def baseline_of(seed: int) -> Optional[str]:
+    """The name of the plain Transformer trained from scratch with ``seed``
+    (every run of that seed is paired with it), or None."""
+    for run in RUNS:
+        if run.arch == "transformer" and run.seed == seed and not run.flags and not run.warm_start:
+            return run.name
+    return None
