@@ -438,7 +438,8 @@ def reuses_sentence_states(arch: str) -> bool:
 
     from fairseq_ctx.models.transformer_ctxenc import TransformerCtxEncModel
 
-    return issubclass(ARCH_MODEL_REGISTRY[arch], TransformerCtxEncModel)
+    model = ARCH_MODEL_REGISTRY.get(arch)  # an unknown one fails in its child, with the child's message
+    return model is not None and issubclass(model, TransformerCtxEncModel)
 
 
 FLOP_KEYS = ("train_flops_tok", "decode_flops_tok", "full_decode_flops_tok", "doc_order_decode_flops_tok")

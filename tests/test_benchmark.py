@@ -240,3 +240,4 @@ def test_document_order_only_where_a_variant_can_reuse_states():
     assert bench.reuses_sentence_states("transformer_ctxenc_tiny")
     for arch in ("transformer", "transformer_dc", "transformer_ctxsan", "transformer_gret"):
         assert not bench.reuses_sentence_states(arch), arch
+    assert not bench.reuses_sentence_states("no_such_arch")  # its child reports it

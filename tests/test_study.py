@@ -127,13 +127,18 @@ def test_each_seed_is_paired_with_its_own_baseline():
     assert records[3]["paired_with"] == "transformer-seed2" and records[3]["delta_bleu"] > 10
     assert "p_value" not in records[0] and "p_value" not in records[2]
 
-    earlier = {"transformer_ctxenc": {"delta_bleu": 0.16, "p_value": 0.257, "paired_with": "transformer"}}
-    records = [{"name": "transformer_ctxenc", "seed": 1}, {"name": "transformer-seed2", "seed": 2},
-               {"name": "transformer_ctxenc-seed2", "seed": 2}]
+    # seed 1's baseline translations are not here: a run keeps its earlier
+    # paired results only if it is the run they were computed for
+    done = {"bleu": 27.76, "updates": 3836}
+    earlier = {name: dict(done, delta_bleu=0.16, p_value=0.257, paired_with="transformer")
+               for name in ("transformer_ctxenc", "transformer_ctxsan")}
+    records = [dict(done, name="transformer_ctxenc", seed=1), dict(done, name="transformer_ctxsan", seed=1, bleu=25.0),
+               {"name": "transformer-seed2", "seed": 2}, {"name": "transformer_ctxenc-seed2", "seed": 2}]
     paired_by_seed(records, {n: hyps[n] for n in ("transformer-seed2", "transformer_ctxenc-seed2")}, refs,
                    {1}, earlier)
     assert records[0] == dict(earlier["transformer_ctxenc"], name="transformer_ctxenc", seed=1)
-    assert records[2]["paired_with"] == "transformer-seed2"
+    assert "p_value" not in records[1]  # re-trained since: its old test does not apply
+    assert records[3]["paired_with"] == "transformer-seed2"
 
 
 def test_record_status(tmp_path):
@@ -272,10 +277,18 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert list(again) == ["transformer", "concat"] and again["concat"]["p_value"] == by_name["concat"]["p_value"]
 
     # on a machine without the baseline's outputs (a fresh clone has the
-    # committed JSON only), the results file's records are carried over as
-    # they were, and so are the paired tests that need the baseline's output
+    # committed results only), its record is carried over from the results
+    # file and paired again through its translations kept beside the figures
     before = json.loads(results.read_text())
+    assert (figures / "hyps" / "transformer.test.hyp").read_text().splitlines() == \
+        (out / "transformer" / "eval" / "test.hyp").read_text().splitlines()
     shutil.rmtree(out / "transformer")
+    fresh = _study(data, out, results, "--runs", "concat", "--stage", "evaluate")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    assert "carried over" not in fresh.stdout and ": evaluating" in fresh.stdout
+    assert json.loads(results.read_text()) == before
+    # without those translations either, the paired tests are kept as they were
+    (figures / "hyps" / "transformer.test.hyp").unlink()
     fresh = _study(data, out, results, "--runs", "concat", "--stage", "evaluate")
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     assert "carried over from" in fresh.stdout and ": evaluating" in fresh.stdout

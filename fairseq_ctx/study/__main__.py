@@ -93,12 +93,16 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
     # machine has the committed JSON but no checkpoints), so evaluating one run
     # never drops the others from the JSON, the paired tests and the figures
     for run in study_runs.RUNS:
-        here = evaluate.is_evaluated(opts.out, run) or (run in selected and is_trained(opts.out, run))
-        if not here and run.name in previous_runs:
-            records.append(previous_runs[run.name])
-            carried.append(run)
+        evaluated = evaluate.is_evaluated(opts.out, run)
+        if not (run in selected or evaluated or run.name in previous_runs):
             continue
-        if not here and run not in selected:
+        if not evaluated and not history(opts.out, run) and run.name in previous_runs:
+            records.append(previous_runs[run.name])
+            kept = report.read_hyps(fig_dir, run.name)
+            if kept is not None:  # its committed translations: it is paired like the others
+                hyps[run.name] = kept
+            elif previous_runs[run.name].get("status") == "trained":
+                carried.append(run)
             continue
         rec = base_record(opts, run)
         records.append(rec)
@@ -114,6 +118,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         rec["decode_seconds"] = dec["seconds"]
         rec["decode_cpu_seconds"] = dec["cpu_seconds"]
         hyps[run.name] = dec["hyps"]
+        report.write_hyps(fig_dir, run.name, dec["hyps"])
         con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count)
         rec["contrastive_accuracy"] = round(con["accuracy"], 4)
         rec["contrastive_by_class"] = con["by_class"]
@@ -139,11 +144,12 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
     extra["seed_spread"] = report.seed_spread(records)
     carried_seeds = {run.seed for run in carried}
     if carried:
-        # a carried run's translations are not here: the paired tests of its
-        # seed and (seed 1) the length buckets stay as the results file has
-        # them, and the figure drawn from translations is left alone
-        echo("[study] carried over from " + opts.results + " (outputs not on this machine): "
-             + ", ".join(run.name for run in carried) + "; their seeds' paired tests kept as they were")
+        # a carried run's translations are not here (results from before
+        # they were kept beside the figures): the paired tests of its seed
+        # and (seed 1) the length buckets stay as the results file has them,
+        # and the figure drawn from translations is left alone
+        echo("[study] carried over from " + opts.results + " without translations (outputs not on this "
+             "machine): " + ", ".join(run.name for run in carried) + "; their seeds' paired tests kept as they were")
         for key in ("bootstrap_signature", "bleu_by_length"):
             if key in previous_extra:
                 extra[key] = previous_extra[key]

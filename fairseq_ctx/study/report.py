@@ -45,24 +45,29 @@ def paired_controls(records: List[Dict], hyps: Dict[str, List[str]], refs: List[
 def paired_by_seed(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], carried_seeds: Set[int],
                    previous: Dict[str, Dict]) -> str:
     """:func:`paired` and :func:`paired_controls` within each seed: every
-    run against the baseline trained with its own seed. A seed with a run
-    whose translations are not here (``carried_seeds``) keeps the paired
-    results of ``previous`` (records by name). Returns the bootstrap's
-    signature ("" when nothing was paired)."""
+    run against the baseline trained with its own seed, wherever both
+    translations are here. In a seed with a trained run whose translations
+    are not here (``carried_seeds``), a run that could not be paired keeps
+    the paired results of ``previous`` (records by name) only if it is the
+    run they were computed for (same BLEU and updates). Returns the
+    bootstrap's signature ("" when nothing was paired)."""
     from fairseq_ctx.study.runs import baseline_of
 
     signature = ""
     for seed in sorted({rec["seed"] for rec in records}):
         group = [rec for rec in records if rec["seed"] == seed]
-        if seed in carried_seeds:
-            for rec in group:
-                for key in PAIRED_KEYS:
-                    if key not in rec and key in previous.get(rec["name"], {}):
-                        rec[key] = previous[rec["name"]][key]
-            continue
         seed_hyps = {rec["name"]: hyps[rec["name"]] for rec in group if rec["name"] in hyps}
         signature = paired(group, seed_hyps, refs, baseline=baseline_of(seed)) or signature
         paired_controls(group, seed_hyps, refs)
+        if seed not in carried_seeds:
+            continue
+        for rec in group:
+            prev = previous.get(rec["name"], {})
+            if rec.get("bleu") is None or (prev.get("bleu"), prev.get("updates")) != (rec["bleu"], rec["updates"]):
+                continue
+            for key in PAIRED_KEYS:
+                if key not in rec and key in prev:
+                    rec[key] = prev[key]
     return signature
 
 
@@ -167,6 +172,28 @@ def read(path: str) -> Tuple[Dict, Dict[str, Dict]]:
         data = json.load(f)
     runs = data.pop("runs", [])
     return data, {rec["name"]: rec for rec in runs}
+
+
+def _hyps_path(fig_dir: str, name: str) -> str:
+    return os.path.join(fig_dir, "hyps", name + ".test.hyp")
+
+
+def write_hyps(fig_dir: str, name: str, hyps: List[str]):
+    """Keep a run's test translations beside the figures (committed with the
+    results), so that a machine without its checkpoints can still pair it."""
+    path = _hyps_path(fig_dir, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".part", "w", encoding="utf-8") as f:
+        f.writelines(h + "\n" for h in hyps)
+    os.replace(path + ".part", path)
+
+
+def read_hyps(fig_dir: str, name: str) -> Optional[List[str]]:
+    path = _hyps_path(fig_dir, name)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
 
 
 def write(path: str, records: List[Dict], extra: Dict):
