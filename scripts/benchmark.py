@@ -231,7 +231,7 @@ def measure(opts):
     # fairseq-generate's order, for the baseline and for models that can keep
     # each sentence's shared-layer states (transformer_ctxenc): ordinary, then
     # with --reuse-sentence-states' cache, which must give the same hypotheses.
-    can_reuse = hasattr(getattr(model, "encoder", None), "state_cache")
+    can_reuse = reuses_sentence_states(opts.arch)
     full = {}
     if opts.doc_order and (can_reuse or opts.baseline):
         full_samples = list(batches(opts.gen_subset, max_sentences=opts.decode_batch_size, shuffle=False))

@@ -118,7 +118,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         rec["decode_seconds"] = dec["seconds"]
         rec["decode_cpu_seconds"] = dec["cpu_seconds"]
         hyps[run.name] = dec["hyps"]
-        report.write_hyps(fig_dir, run.name, dec["hyps"])
+        report.keep_hyps(fig_dir, run.name, dec["path"])
         con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count)
         rec["contrastive_accuracy"] = round(con["accuracy"], 4)
         rec["contrastive_by_class"] = con["by_class"]

@@ -52,7 +52,7 @@ def average(out: str, run: Run, count: int) -> str:
 
 
 def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: int, shuffled: bool = False) -> Dict:
-    """Beam search on the test set; returns {"hyps": [...], "seconds": wall s,
+    """Beam search on the test set; returns {"hyps": [...], "path": their file, "seconds": wall s,
     "cpu_seconds": the decoding process's CPU s (None if decoded before they were recorded)}."""
     from fairseq_ctx.evaluation.bleu import read_generate_log
 
@@ -79,7 +79,7 @@ def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: 
         hyps = [line.rstrip("\n") for line in f]
     with open(meta_path) as f:
         meta = json.load(f)
-    return {"hyps": hyps, "seconds": meta["seconds"], "cpu_seconds": meta.get("cpu_seconds")}
+    return {"hyps": hyps, "path": hyp_path, "seconds": meta["seconds"], "cpu_seconds": meta.get("cpu_seconds")}
 
 
 def shuffle_contexts(src_path: str, dst_path: str, separator: str = "_eos"):

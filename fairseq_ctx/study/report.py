@@ -2,6 +2,7 @@
 by source length, and a Markdown table for the docs."""
 import json
 import os
+import shutil
 from typing import Dict, List, Optional, Set, Tuple
 
 from fairseq_ctx.study.runs import Settings
@@ -11,7 +12,7 @@ from fairseq_ctx.study.runs import Settings
 PAIRED_KEYS = ("delta_bleu", "p_value", "paired_with", "delta_bleu_vs_control", "p_value_vs_control")
 
 
-def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], baseline: Optional[str] = "transformer"):
+def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], baseline: Optional[str]):
     """Paired bootstrap p-value and delta of every run against the baseline
     (sacreBLEU's implementation through fairseq_ctx.evaluation)."""
     from fairseq_ctx.evaluation.bleu import paired_bootstrap
@@ -178,22 +179,21 @@ def _hyps_path(fig_dir: str, name: str) -> str:
     return os.path.join(fig_dir, "hyps", name + ".test.hyp")
 
 
-def write_hyps(fig_dir: str, name: str, hyps: List[str]):
-    """Keep a run's test translations beside the figures (committed with the
-    results), so that a machine without its checkpoints can still pair it."""
+def keep_hyps(fig_dir: str, name: str, hyp_path: str):
+    """Keep a run's test translations (the decoded ``hyp_path``) beside the
+    figures, committed with the results, so that a machine without its
+    checkpoints can still pair it."""
     path = _hyps_path(fig_dir, name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".part", "w", encoding="utf-8") as f:
-        f.writelines(h + "\n" for h in hyps)
+    shutil.copyfile(hyp_path, path + ".part")
     os.replace(path + ".part", path)
 
 
 def read_hyps(fig_dir: str, name: str) -> Optional[List[str]]:
+    from fairseq_ctx.evaluation.bleu import read_lines
+
     path = _hyps_path(fig_dir, name)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+    return read_lines(path) if os.path.exists(path) else None
 
 
 def write(path: str, records: List[Dict], extra: Dict):
