@@ -47,10 +47,26 @@ def test_context_index_random_and_shuffle():
     assert rnd.shape == (n, 3) and rnd.min() >= 0 and rnd.max() < n
     assert not (rnd == np.arange(n)[:, None]).any()
     assert (rnd == compute_context_index(docids, 3, "random", seed=3)).all()
-    prev = compute_context_index(docids, 1)
-    shuffled = compute_context_index(docids, 1, shuffle=True, seed=5)
-    assert sorted(map(tuple, shuffled.tolist())) == sorted(map(tuple, prev.tolist()))
-    assert (shuffled != prev).any()
+
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_shuffled_context_is_a_derangement(seed):
+    """--shuffle-context: row i gets the context row of sentence p[i], p a
+    permutation without fixed point (every sentence's context comes from
+    another sentence, every sentence's context goes to one), fixed by the
+    seed.  Every sentence has a context of its own here (--context-mode
+    next in one document: i+1, and -1 for the last), so a row's context
+    names the sentence it came from."""
+    n = 51
+    plain = compute_context_index([0] * n, 1, "next")[:, 0]
+    owner = {int(c): i for i, c in enumerate(plain)}
+    shuffled = compute_context_index([0] * n, 1, "next", shuffle=True, seed=seed)
+    source = np.array([owner[int(c)] for c in shuffled[:, 0]])
+    assert sorted(source.tolist()) == list(range(n))  # a permutation: every context handed out once
+    assert not (source == np.arange(n)).any()  # no sentence keeps its own
+    assert (compute_context_index([0] * n, 1, "next", shuffle=True, seed=seed) == shuffled).all()
+    assert compute_context_index([0], 1, "next", shuffle=True).tolist() == [[-1]]
 
 
 def test_negative_context_size():

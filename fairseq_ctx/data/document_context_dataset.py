@@ -85,8 +85,9 @@ def compute_context_index(docids: Sequence, context_size: int, mode: str = "prev
     ``previous``: columns are lines ``i-N .. i-1`` (oldest first), ``next``:
     lines ``i+1 .. i+N``, both limited to the same document.  ``random``: N
     lines drawn uniformly from the other lines of the split (any document),
-    fixed by ``seed``.  ``shuffle`` permutes the rows (seeded): every sentence
-    gets the context of another sentence, the paper's shuffled-context test.
+    fixed by ``seed``.  ``shuffle`` deranges the rows (:func:`derange`): every
+    sentence gets the context of another sentence, the paper's
+    shuffled-context test.
     """
     if context_size < 0:
         raise ValueError(f"--context-size must be >= 0, got {context_size}")
@@ -111,9 +112,27 @@ def compute_context_index(docids: Sequence, context_size: int, mode: str = "prev
         inside = (index >= 0) & (index < n)
         same_doc = seg[np.clip(index, 0, max(n - 1, 0))] == seg[:, None] if n else inside
         index = np.where(inside & same_doc, index, -1)
-    if shuffle and n > 1:
-        index = index[rng.permutation(n)]
+    if shuffle:
+        index = derange(index, rng)
     return index.astype(np.int64).reshape(n, context_size)
+
+
+def derange(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``rows`` reordered by a random derangement (drawn from ``rng``, so
+    fixed by its seed): row ``i`` of the result is row ``p[i]`` of ``rows``
+    with ``p`` a permutation without fixed point, so that every sentence's
+    context is that of another sentence (``--shuffle-context``).  Drawn
+    uniformly among derangements, by rejecting permutations that have a
+    fixed point (about e = 2.7 draws on average).  Fewer than two rows:
+    unchanged (no derangement exists)."""
+    n = len(rows)
+    if n < 2:
+        return rows
+    positions = np.arange(n)
+    while True:
+        order = rng.permutation(n)
+        if not (order == positions).any():
+            return rows[order]
 
 
 def _strip_eos(tokens: torch.Tensor, eos: int) -> torch.Tensor:

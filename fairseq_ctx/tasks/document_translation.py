@@ -113,6 +113,7 @@ from fairseq_ctx.data.document_context_dataset import (
     DocumentContextDataset,
     PreviousTranslations,
     compute_context_index,
+    derange,
     document_positions,
     generator_max_len,
     split_concatenated,
@@ -277,8 +278,8 @@ class DocumentTranslationTask(TranslationTask):
             raise ConfigError(f"--context-size {size}: {prefix} holds one context sentence per line")
         present = np.asarray(ctx.sizes) > 1   # an empty line is binarized as </s> alone
         index = np.where(present, np.arange(n), -1)[:, None][:, :size]
-        if self.cfg.shuffle_context and n > 1:   # as compute_context_index shuffles
-            index = index[np.random.default_rng(self.cfg.context_seed).permutation(n)]
+        if self.cfg.shuffle_context:   # as compute_context_index shuffles
+            index = derange(index, np.random.default_rng(self.cfg.context_seed))
         return index.astype(np.int64), ctx, ctx.sizes
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
