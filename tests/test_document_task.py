@@ -69,6 +69,46 @@ def test_shuffled_context_is_a_derangement(seed):
     assert compute_context_index([0], 1, "next", shuffle=True).tolist() == [[-1]]
 
 
+@pytest.mark.parametrize("mode, shuffle", [("none", False), ("concat", False), ("concat", True),
+                                           ("separate", True)])
+def test_ordered_indices_equal_fairseqs(mode, shuffle):
+    """DocumentContextDataset.ordered_indices is LanguagePairDataset's on the
+    sizes the batches really have: with ``concat`` those of the glued
+    sources (the context counted), else the sentence's own."""
+    from fairseq.data import LanguagePairDataset
+
+    from fairseq_ctx.data.document_context_dataset import DocumentContextDataset
+    from tests.utils import toy_dictionary
+
+    d = toy_dictionary()
+    g = torch.Generator().manual_seed(0)
+    sent = lambda: torch.cat([torch.randint(d.nspecial, len(d), (int(torch.randint(1, 9, (1,), generator=g)),),  # noqa: E731
+                                            generator=g), torch.tensor([d.eos()])])
+    src, tgt = [sent() for _ in range(40)], [sent() for _ in range(40)]
+    index = compute_context_index([i // 5 for i in range(40)], 2)
+    glued = [concat_context_source([src[j] for j in index[i] if j >= 0], src[i], d.eos(), SEP) if mode == "concat"
+             else src[i] for i in range(40)]
+
+    def pair(sources):
+        return LanguagePairDataset(sources, np.array([len(t) for t in sources]), d, tgt,
+                                   np.array([len(t) for t in tgt]), d, shuffle=shuffle)
+
+    ds = DocumentContextDataset(pair(src), index, src, np.array([len(t) for t in src]), SEP, input_mode=mode)
+    np.random.seed(7)
+    ours = ds.ordered_indices()
+    np.random.seed(7)
+    theirs = pair(glued).ordered_indices()
+    assert ours.tolist() == theirs.tolist()
+    if mode == "concat" and not shuffle:  # the glued sizes decide the order, not the sentences'
+        assert ours.tolist() != pair(src).ordered_indices().tolist()
+
+
+def test_batch_buckets_refused_in_one_line(data):
+    _, bin_dir = data
+    with pytest.raises(ValueError, match="^--num-batch-buckets: not supported with --task document_translation"):
+        setup(bin_dir, ["--num-batch-buckets", "4"])
+
+
 def test_negative_context_size():
     with pytest.raises(ValueError, match="--context-size"):
         compute_context_index(["a"], -1)

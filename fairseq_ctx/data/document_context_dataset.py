@@ -59,7 +59,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 import torch
 
-from fairseq.data import FairseqDataset, data_utils
+from fairseq.data import FairseqDataset, LanguagePairDataset, data_utils
 
 CONTEXT_MODES = ("previous", "next", "random")
 # How context reaches the model: as separate net_input keys (``ctx_tokens``,
@@ -370,6 +370,10 @@ class DocumentContextDataset(FairseqDataset):
         if context_index.ndim != 2 or context_index.shape[0] != len(pair):
             raise ValueError(f"context_index must have shape ({len(pair)}, N), "
                              f"got {context_index.shape}")
+        if getattr(pair, "buckets", None) is not None:
+            # the pair's items are padded to their bucket's length, and the
+            # context is glued from (and sized by) the unpadded sentences
+            raise ValueError("--num-batch-buckets: not supported with document context; leave it at 0")
         super().__init__()
         self.pair = pair
         self.context_index = context_index
@@ -517,17 +521,19 @@ class DocumentContextDataset(FairseqDataset):
     def size(self, index):
         return (self.src_sizes[index], self.tgt_sizes[index] if self.tgt_sizes is not None else 0)
 
+    @property
+    def shuffle(self) -> bool:
+        return self.pair.shuffle
+
+    # no length buckets (checked in __init__): fairseq's ordered_indices sorts by length
+    buckets = None
+
     def ordered_indices(self):
-        """Shuffled (if the pair dataset shuffles), then sorted by target and
-        source length like ``LanguagePairDataset.ordered_indices``; skipped
-        items left out."""
-        if self.pair.shuffle:
-            indices = np.random.permutation(len(self)).astype(np.int64)
-        else:
-            indices = np.arange(len(self), dtype=np.int64)
-        if self.tgt_sizes is not None:
-            indices = indices[np.argsort(self.tgt_sizes[indices], kind="mergesort")]
-        indices = indices[np.argsort(self.src_sizes[indices], kind="mergesort")]
+        """``LanguagePairDataset.ordered_indices`` on this dataset's sizes
+        (shuffled if the pair dataset shuffles, then sorted by target and
+        source length, the glued ones with ``concat``), skipped items left
+        out."""
+        indices = LanguagePairDataset.ordered_indices(self)
         if self.skip is not None:
             indices = indices[~self.skip[indices]]
         return indices
