@@ -12,6 +12,8 @@ catches those keeps working.
 """
 import sys
 
+from fairseq_ctx_prep.files import ERROR_PREFIX  # "fairseq_ctx: error: ", every tool's (docs/errors.md)
+
 
 class FairseqCtxError(Exception):
     """A problem with the user's input (flag, file, line) that we can name."""
@@ -60,7 +62,7 @@ def user_error(exc):
 def _excepthook(exc_type, exc, tb):
     ours = user_error(exc)
     if ours is not None:
-        print(f"fairseq_ctx: error: {ours}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{ours}", file=sys.stderr)
         return
     _previous_hook(exc_type, exc, tb)
 

@@ -48,8 +48,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .files import (SPLITS, Log, Markers, PrepError, count_lines, dir_size, fresh_dir,
-                    idx_length, publish_dir, read_lines, run_logged, write_lines)
+from .files import (ERROR_PREFIX, SPLITS, Log, Markers, PrepError, count_lines, dir_size, fresh_dir,
+                    idx_length, no_partial_outputs, publish_dir, read_lines, run_logged, write_lines,
+                    write_text_atomic)
 
 SRC_LANG, TGT_LANG = "es", "en"
 MODULES = {SRC_LANG: "spaRV1909eb", TGT_LANG: "engWEB2015eb"}
@@ -653,7 +654,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def run_pipeline(args: argparse.Namespace) -> dict:
     """Run (or skip) every step, then collect, print and save the stats."""
     start, dest = time.time(), args.dest
-    dest.mkdir(parents=True, exist_ok=True)
+    with no_partial_outputs(dest):
+        dest.mkdir(parents=True, exist_ok=True)
+        return _run_steps(args, dest, start)
+
+
+def _run_steps(args: argparse.Namespace, dest: Path, start: float) -> dict:
     markers = Markers(dest)
     if args.force:
         markers.clear()
@@ -674,8 +680,7 @@ def run_pipeline(args: argparse.Namespace) -> dict:
     markers.run(steps, settings, dest, log)
     verify_counts(dest, dest / "bin")
     stats = collect_stats(dest, args, time.time() - start)
-    (dest / "stats.json").write_text(json.dumps(stats, indent=2) + "\n",
-                                     encoding="utf-8")
+    write_text_atomic(dest / "stats.json", json.dumps(stats, indent=2) + "\n")
     print_stats(stats, dest)
     return stats
 
@@ -685,7 +690,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         run_pipeline(args)
     except (PrepError, OSError) as err:
-        print(f"prepare-bible: error: {err}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("prepare-bible: interrupted; rerun to resume", file=sys.stderr)

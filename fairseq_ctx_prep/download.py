@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .files import PrepError, fresh_dir, publish_dir
+from .files import PrepError, discard_dir, fresh_dir, publish_dir
 
 
 @dataclass(frozen=True)
@@ -201,6 +201,9 @@ class Fetcher:
         except (OSError, EOFError) as err:   # not gzip, or truncated
             part.unlink(missing_ok=True)
             raise PrepError(f"{path}: cannot decompress ({err})") from None
+        except BaseException:   # Ctrl-C: no half-written file either
+            part.unlink(missing_ok=True)
+            raise
         part.replace(out)
         return out
 
@@ -257,7 +260,7 @@ class Fetcher:
         self._verify(tmp / archive.name, archive, specs)
         local.parent.mkdir(parents=True, exist_ok=True)
         (tmp / archive.name).replace(local)
-        shutil.rmtree(tmp)
+        discard_dir(tmp)
         return local
 
     def _verify(self, path: Path, archive: Archive, specs: List[str],

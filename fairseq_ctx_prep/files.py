@@ -4,7 +4,10 @@ A step writes its output into ``X.tmp`` (``fresh_dir``) and renames it to
 ``X`` (``publish_dir``) when finished; ``Markers`` then records the settings
 it ran with in ``DEST/.done/STEP``, so a re-run skips it only if nothing it
 depends on changed, and an interrupted step is redone, never taken as
-finished. Line counts are checked between steps on "\n"-split lines (as
+finished. A run wrapped in ``no_partial_outputs(DEST)`` that stops with an
+error removes every ``X.tmp`` it made and not yet published, and ``DEST``
+itself if the run created it and nothing is left in it: what stays is only
+what finished (published steps, complete downloads, the log a message names). Line counts are checked between steps on "\n"-split lines (as
 fairseq reads them), and the number of sentences of a binarized split is
 read from the header of fairseq's ``.idx`` file, so that nothing here
 imports torch or fairseq (``fairseq-preprocess`` runs as a subprocess).
@@ -16,10 +19,15 @@ import shutil
 import struct
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional
+from typing import Iterable, Iterator, List, Optional, Set
 
 SPLITS = ("train", "valid", "test")
+
+# Every tool of fairseq_ctx reports bad input as one line with this prefix
+# (docs/errors.md); fairseq_ctx.errors prints the same.
+ERROR_PREFIX = "fairseq_ctx: error: "
 
 
 class PrepError(Exception):
@@ -77,9 +85,23 @@ def write_lines(path: Path, lines: Iterable[str]) -> None:
             f.write(line + "\n")
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``path`` through ``path.tmp`` and a rename: never half-written."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def count_lines(path: Path) -> int:
     with open(path, "rb") as f:
         return sum(1 for _ in f)
+
+
+# the temporary directories of the running step(s) not yet published
+_unpublished: Set[Path] = set()
 
 
 def fresh_dir(path: Path) -> Path:
@@ -87,6 +109,7 @@ def fresh_dir(path: Path) -> Path:
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    _unpublished.add(tmp)
     return tmp
 
 
@@ -94,6 +117,36 @@ def publish_dir(tmp: Path, path: Path) -> None:
     """Replace ``path`` by the finished temporary directory ``tmp``."""
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)
+    _unpublished.discard(tmp)
+
+
+def discard_dir(tmp: Path) -> None:
+    """Remove a temporary directory of fresh_dir() that is not published."""
+    shutil.rmtree(tmp, ignore_errors=True)
+    _unpublished.discard(tmp)
+
+
+@contextmanager
+def no_partial_outputs(dest: Path):
+    """Run a preparation into ``dest``; on any error (or Ctrl-C) remove the
+    temporary directories it left unpublished, and ``dest`` if this run
+    created it and it is empty then. The error propagates unchanged."""
+    created = not dest.exists()
+    _unpublished.clear()
+    try:
+        yield
+    except BaseException:
+        for tmp in sorted(_unpublished, key=lambda p: len(p.parts), reverse=True):
+            shutil.rmtree(tmp, ignore_errors=True)
+        if created and dest.is_dir():
+            for sub in sorted(dest.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+                if sub.is_dir() and not any(sub.iterdir()):
+                    sub.rmdir()
+            if not any(dest.iterdir()):
+                dest.rmdir()
+        raise
+    finally:
+        _unpublished.clear()
 
 
 class Markers:
@@ -117,9 +170,7 @@ class Markers:
 
     def mark(self, step: str, settings: dict) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / (step + ".tmp")
-        tmp.write_text(json.dumps(settings, sort_keys=True), encoding="utf-8")
-        tmp.replace(self.dir / step)
+        write_text_atomic(self.dir / step, json.dumps(settings, sort_keys=True))
 
     def unmark(self, step: str) -> None:
         (self.dir / step).unlink(missing_ok=True)

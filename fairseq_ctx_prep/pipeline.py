@@ -40,8 +40,8 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .archives import ARCHIVES
 from .download import Fetcher, Need, mirror_prefix
-from .files import (SPLITS, Log, Markers, PrepError, count_lines, fresh_dir, idx_length,
-                    iter_lines, publish_dir, run_logged)
+from .files import (ERROR_PREFIX, SPLITS, Log, Markers, PrepError, count_lines, discard_dir, fresh_dir,
+                    idx_length, iter_lines, no_partial_outputs, publish_dir, run_logged, write_text_atomic)
 from .text import (clean_line, iwslt_train_pair, keep_pair, map_file, moses_unescape, plain_pairs,
                    sgml_pairs, split_group)
 
@@ -381,7 +381,7 @@ def step_binarize(dest: Path, spec: Spec, workers: int) -> None:
             for ext in ("bin", "idx"):
                 (ctx_tmp / f"{split}.{spec.src}-None.{spec.src}.{ext}").rename(
                     Path(f"{context_prefix(tmp, spec, split)}.{ext}"))
-        shutil.rmtree(ctx_tmp)
+        discard_dir(ctx_tmp)
     publish_dir(tmp, dest / "bin")
     verify_counts(dest, spec)
 
@@ -440,7 +440,7 @@ class Command:
         try:
             run_pipeline(self, args)
         except (PrepError, OSError) as err:
-            print(f"{log.prog}: error: {err}", file=sys.stderr)
+            print(f"{ERROR_PREFIX}{err}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
             print(f"{log.prog}: interrupted; rerun to resume", file=sys.stderr)
@@ -493,13 +493,14 @@ def run_pipeline(command: Command, args: argparse.Namespace) -> dict:
     spec = make_spec(command, args)
     log.prog = "prepare-" + spec.name
     dest = args.dest or Path("data") / spec.name
-    dest.mkdir(parents=True, exist_ok=True)
-    fetcher = Fetcher(dest, args.from_dir.resolve() if args.from_dir else None,
-                      mirror_prefix(args.mirror) if args.mirror else None, log,
-                      check_md5=not args.skip_checksums)
-    log(describe_sizes(spec))
-    return run_steps(dest, spec, args, lambda: step_text(dest, spec, fetcher, args.skip_size_check),
-                     start)
+    with no_partial_outputs(dest):
+        dest.mkdir(parents=True, exist_ok=True)
+        fetcher = Fetcher(dest, args.from_dir.resolve() if args.from_dir else None,
+                          mirror_prefix(args.mirror) if args.mirror else None, log,
+                          check_md5=not args.skip_checksums)
+        log(describe_sizes(spec))
+        return run_steps(dest, spec, args, lambda: step_text(dest, spec, fetcher, args.skip_size_check),
+                         start)
 
 
 def run_steps(dest: Path, spec: Spec, args: argparse.Namespace, text_step: Callable[[], dict],
@@ -540,9 +541,7 @@ def run_steps(dest: Path, spec: Spec, args: argparse.Namespace, text_step: Calla
     if spec.docids:
         stats["documents"] = {split: count_documents(dest / "bin" / f"{split}.{spec.src}-{spec.tgt}.docids")
                               for split in SPLITS}
-    tmp = stats_path.with_name("stats.json.tmp")
-    tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(stats_path)
+    write_text_atomic(stats_path, json.dumps(stats, indent=2) + "\n")
     log("done: " + ", ".join(f"{s} {n} pairs" + (f" in {stats['documents'][s]} documents" if spec.docids else "")
                              for s, n in stats["final"].items())
         + f" in {dest / 'bin'} ({time.time() - start:.0f} s)"

@@ -43,7 +43,8 @@ import time
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .files import SPLITS, PrepError, count_lines, fresh_dir, iter_lines, progress_bar, publish_dir
+from .files import (ERROR_PREFIX, SPLITS, PrepError, count_lines, fresh_dir, iter_lines, no_partial_outputs,
+                    progress_bar, publish_dir)
 from .pipeline import Spec, log, run_steps
 from .text import clean_line
 
@@ -263,10 +264,11 @@ def make_spec(args: argparse.Namespace) -> Spec:
 def run(args: argparse.Namespace) -> dict:
     start = time.time()
     spec = make_spec(args)
-    args.dest.mkdir(parents=True, exist_ok=True)
     inputs = {split: getattr(args, split) for split in SPLITS}
-    return run_steps(args.dest, spec, args,
-                     lambda: step_read(args.dest, inputs, spec.src, spec.tgt, args.format), start)
+    with no_partial_outputs(args.dest):
+        args.dest.mkdir(parents=True, exist_ok=True)
+        return run_steps(args.dest, spec, args,
+                         lambda: step_read(args.dest, inputs, spec.src, spec.tgt, args.format), start)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -275,7 +277,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         run(args)
     except (PrepError, OSError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; rerun to resume", file=sys.stderr)

@@ -356,7 +356,7 @@ def pick_batches(task, subset, max_tokens, count):
                                   max_positions=None, ignore_invalid_inputs=False)
     batches = list(itr.frozen_batches)
     if not batches:
-        raise SystemExit(f"precision_check: error: --gen-subset {subset} of {task.cfg.data} is empty")
+        raise SystemExit(f"fairseq_ctx: error: --gen-subset {subset} of {task.cfg.data} is empty")
     count = min(count, len(batches))
     picks = sorted({round(i * (len(batches) - 1) / max(1, count - 1)) for i in range(count)})
     return [dataset.collater([dataset[i] for i in batches[b]]) for b in picks]
@@ -375,7 +375,7 @@ def running_text(task, subset):
         path = os.path.join(task.cfg.data.split(os.pathsep)[0], f"{subset}.{src}-{tgt}.{lang}")
         ds = data_utils.load_indexed_dataset(path, dictionary)
         if ds is None:
-            raise SystemExit(f"precision_check: error: no {path}.bin / .idx for --lengths")
+            raise SystemExit(f"fairseq_ctx: error: no {path}.bin / .idx for --lengths")
         sents = [ds[i][:-1] if int(ds[i][-1]) == dictionary.eos() else ds[i] for i in range(len(ds))]
         streams.append(torch.cat(sents).long())
         starts.append(torch.tensor([0] + [len(t) for t in sents[:-1]]).cumsum(0))
@@ -392,7 +392,7 @@ def check_checkpoint(opts):
 
     utils.import_user_module(argparse.Namespace(user_dir=USER_DIR))  # also allow-lists checkpoint classes
     if not os.path.isfile(opts.path):
-        raise SystemExit(f"precision_check: error: --path {opts.path}: no such checkpoint")
+        raise SystemExit(f"fairseq_ctx: error: --path {opts.path}: no such checkpoint")
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([opts.path], arg_overrides={"data": opts.data})
     model = models[0].float().to(opts.device)
     tolerance = dict(zip(opts.precision, opts.max_prob_diff)) if opts.max_prob_diff else None
@@ -659,7 +659,7 @@ def hunt(opts, on_case=None):
     tolerance = {**HUNT_TOLERANCE, **(dict(zip(opts.precision, opts.max_prob_diff)) if opts.max_prob_diff else {})}
     cases = [c for c in hunt_cases() if not opts.cases or any(_re.search(p, c.name) for p in opts.cases)]
     if not cases:
-        raise SystemExit(f"precision_check: error: --cases {' '.join(opts.cases)} match no case; cases: "
+        raise SystemExit(f"fairseq_ctx: error: --cases {' '.join(opts.cases)} match no case; cases: "
                          + ", ".join(c.name for c in hunt_cases()))
     d = hunt_dictionary()
     rows = []

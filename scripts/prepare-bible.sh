@@ -18,7 +18,7 @@ PY=${PYTHON:-python3}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PACKAGES=(sword-text-sparv sword-text-web libsword-utils)
 
-die() { echo "prepare-bible: error: $*" >&2; exit 1; }
+die() { echo "fairseq_ctx: error: $*" >&2; exit 1; }
 
 missing_packages() {
   local pkg

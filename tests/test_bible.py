@@ -210,7 +210,7 @@ def test_missing_mod2imp_is_a_clean_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(bible.shutil, "which", lambda name: None)
     assert bible.main(["--dest", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("prepare-bible: error: mod2imp not found")
+    assert err.startswith("fairseq_ctx: error: mod2imp not found")
     assert "\n" not in err and "apt-get install" in err
 
 

@@ -141,7 +141,7 @@ def _error(tmp_path, capsys, fmt, edit):
     assert user_corpus.main(argv(prefixes, tmp_path / "out", fmt)) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
-    assert err.startswith("fairseq-ctx-prepare-corpus: error: ")
+    assert err.startswith("fairseq_ctx: error: ")
     return err
 
 
@@ -203,3 +203,62 @@ def test_reader_rejects_empty_file(tmp_path):
         (tmp_path / f"x.{lang}").write_text("")
     with pytest.raises(PrepError, match="is empty"):
         list(user_corpus.read_documents(str(tmp_path / "x"), SRC, TGT, "tsv"))
+
+
+# ---------------------------------------------------------------------------
+# an error leaves nothing half-written
+# ---------------------------------------------------------------------------
+
+# a malformed line in the test split: train and valid are read (and were
+# written to DEST/text.tmp) before it stops
+MALFORMED_TEST_SPLIT = {
+    "tsv": (lambda p: _rewrite(Path(f"{p}.{SRC}"), 3, "W1 W2"), "line 3: no document id"),
+    "docids": (lambda p: _rewrite(Path(f"{p}.docids"), 3, ""), "line 3: empty document id"),
+    "blank": (lambda p: _rewrite(Path(f"{p}.{TGT}"), 2, ""), "line 2 is blank (a document break)"),
+}
+
+
+def _leftovers(root: Path):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("fmt", user_corpus.FORMATS)
+def test_malformed_input_leaves_no_output(tmp_path, capsys, fmt):
+    raw = make_parallel_data(tmp_path / "raw", num_train=12, num_valid=4, num_test=4, docs_every=3)
+    prefixes = write_corpus(tmp_path / "in", fmt, raw)
+    edit, needle = MALFORMED_TEST_SPLIT[fmt]
+    edit(Path(prefixes["test"]))
+    out = tmp_path / "out" / "corpus"   # neither it nor its parent exist yet
+    assert user_corpus.main(argv(prefixes, out, fmt)) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fairseq_ctx: error: ") and needle in err and "my-test" in err, err
+    assert not out.exists(), _leftovers(out)
+
+    # into a directory that exists: it is left as it was
+    out.mkdir(parents=True)
+    (out / "notes.txt").write_text("mine\n")
+    assert user_corpus.main(argv(prefixes, out, fmt)) == 1
+    assert _leftovers(out) == ["notes.txt"]
+
+
+def test_failed_later_step_keeps_finished_steps_only(tmp_path, capsys, monkeypatch):
+    """fairseq-preprocess failing: the steps before it stay published (a
+    re-run resumes there), DEST/bin.tmp is gone and bin has no marker."""
+    from fairseq_ctx_prep import pipeline
+
+    raw = make_parallel_data(tmp_path / "raw", num_train=12, num_valid=4, num_test=4, docs_every=3)
+    prefixes = write_corpus(tmp_path / "in", "docids", raw)
+
+    def failing_preprocess(cmd, logfile):
+        logfile.write_text("out of disk\n")
+        raise PrepError(f"`{' '.join(cmd[:3])} ...` failed with exit code 1; see {logfile}")
+
+    monkeypatch.setattr(pipeline, "run_logged", failing_preprocess)
+    out = tmp_path / "out"
+    assert user_corpus.main(argv(prefixes, out, "docids", "--vocab-size", "60")) == 1
+    assert "failed with exit code 1; see" in capsys.readouterr().err
+    left = _leftovers(out)
+    assert not [p for p in left if p.endswith(".tmp") or p == "bin" or p.startswith("bin/")], left
+    assert sorted(p for p in left if p.startswith(".done/")) == [".done/clean", ".done/subword", ".done/text",
+                                                                  ".done/tok"]
+    assert "binarize.log" in left and "final/train.de" in left

@@ -9,8 +9,9 @@ them: ``--mirror`` (a local directory, downloaded by curl through file://
 URLs, the same code path as a real download), ``--from`` with the archives,
 ``--from`` with their unpacked contents. Each run is repeated to check that
 finished steps are skipped, and failures (nothing at the mirror, a missing
-file, a wrong checksum, sides of different lengths) must stop with one line
-naming the file or URL and leave no step marker.
+file, a wrong checksum, sides of different lengths, a split of the wrong
+size) must stop with one line naming the file or URL and leave no step
+marker and nothing half-written (every corpus layout has such a case).
 """
 import io
 import itertools
@@ -179,8 +180,15 @@ def assert_one_line_error(proc, *needles):
     return errors[0]
 
 
-def no_markers(dest):
-    done = Path(dest) / ".done"
+def nothing_partial(dest):
+    """After a failed run: no step marker, no step output and nothing
+    half-written (``X.tmp``, ``NAME.part``) under ``dest`` (complete
+    downloads and unpacked archives may stay)."""
+    dest = Path(dest)
+    done = dest / ".done"
+    left = [p for p in dest.rglob("*") if p.name.endswith((".tmp", ".part"))]
+    outputs = [name for name in ("text", "tok", "subword", "final", "bin") if (dest / name).exists()]
+    assert not left and not outputs, (left, outputs)
     return not done.exists() or not any(done.iterdir())
 
 
@@ -290,7 +298,7 @@ def test_wmt14_en_de(tmp_path):
     # the published md5 of dev.tgz does not match the fake one
     proc = run_script("wmt14-en-de", "--mirror", mirror, "--dest", dest, check=False)
     assert_one_line_error(proc, "dev.tgz", "md5", "--skip-checksums")
-    assert no_markers(dest) and not (dest / "orig" / "dev.tgz").exists()
+    assert nothing_partial(dest) and not (dest / "orig" / "dev.tgz").exists()
     assert not list((dest / "orig").glob("*.part"))
 
     args = ["--mirror", mirror, "--dest", dest, "--direction", "de-en", "--merges", "60",
@@ -338,7 +346,7 @@ def test_wmt17_zh_en(tmp_path):
     proc = run_script("wmt17-zh-en", "--from", raw, "--dest", tmp_path / "bad", "--corpora", "nc-v12",
                       "--extra-train", raw / "cwmt/bad", check=False)
     assert_one_line_error(proc, "bad.zh", "bad.en", "different line counts")
-    assert no_markers(tmp_path / "bad")
+    assert nothing_partial(tmp_path / "bad")
 
 
 def test_wmt17_zh_en_cwmt_preset(tmp_path):
@@ -358,7 +366,7 @@ def test_wmt17_zh_en_cwmt_preset(tmp_path):
             "--workers", "1", "--skip-size-check", "--skip-checksums"]
     proc = run_script("wmt17-zh-en", *args, check=False)
     assert_one_line_error(proc, "cwmt.tgz", "http://nlp.nju.edu.cn/cwmt-wmt/", "--from DIR")
-    assert no_markers(dest)
+    assert nothing_partial(dest)
     n = 0
     for i, (folder, zh, en) in enumerate(archives.CWMT_CORPORA):
         data = pairs(2, 100 + i, "zh")
@@ -395,7 +403,7 @@ def test_wmt16_ro_en(tmp_path):
     proc = run_script("wmt16-ro-en", *args, check=False)
     assert_one_line_error(proc, "valid has 6 sentence pairs", "newsdev2016 has 1999",
                           "--skip-size-check")
-    assert no_markers(dest)
+    assert nothing_partial(dest)
     args.append("--skip-size-check")
     run_script("wmt16-ro-en", *args)
     check_outputs(dest, "ro", "en", 6, 6)
@@ -407,7 +415,7 @@ def test_wmt16_ro_en(tmp_path):
     empty.mkdir()
     proc = run_script("wmt16-ro-en", "--mirror", empty, "--dest", tmp_path / "dl", check=False)
     assert_one_line_error(proc, "download failed", (empty.resolve() / "ro-en.tgz").as_uri())
-    assert no_markers(tmp_path / "dl") and not list((tmp_path / "dl" / "orig").iterdir())
+    assert nothing_partial(tmp_path / "dl") and not (tmp_path / "dl").exists()   # the run made it: removed
 
 
 def _iwslt_train_archive(pair, year, train, sets):
@@ -456,7 +464,7 @@ def test_iwslt(tmp_path, pair):
         # without --from: the WIT3 archives cannot be downloaded; say where to get them
         proc = run_script("iwslt", "--pair", pair, "--dest", tmp_path / "nofrom", check=False)
         assert_one_line_error(proc, "2014-01/texts/en/es/en-es.tgz", "https://wit3.fbk.eu/2014-01")
-        assert no_markers(tmp_path / "nofrom")
+        assert nothing_partial(tmp_path / "nofrom")
     elif pair == "fr-en":
         make_tar(raw / "2015-01/texts/fr/en/fr-en.tgz", _iwslt_train_archive(
             ("fr", "en"), "15", train, {k: sets[k] for k in ("tst2013", "tst2014")}))
@@ -482,7 +490,7 @@ def test_iwslt(tmp_path, pair):
         proc = run_script("iwslt", *args, "--pair", pair, "--dest", tmp_path / "sizes", "--vocab-size",
                           "70", "--workers", "1", check=False)
         assert_one_line_error(proc, "valid has 5 sentence pairs", "tst2012", "has 1553")
-        assert no_markers(tmp_path / "sizes")
+        assert nothing_partial(tmp_path / "sizes")
         args.append("--skip-size-check")
     args += ["--pair", pair, "--dest", dest, "--vocab-size", "70", "--workers", "1"]
     run_script("iwslt", *args)
@@ -539,7 +547,7 @@ def test_opensubtitles_en_ru_2018_release(tmp_path):
     # dev and test are 10000 instances each in the release: one line, no marker
     proc = run_script("opensubtitles-en-ru", *args, check=False)
     assert_one_line_error(proc, "valid has 6 sentence pairs", "dev of Voita et al. 2018 has 10000")
-    assert no_markers(dest)
+    assert nothing_partial(dest)
     args.append("--skip-size-check")
     out = run_script("opensubtitles-en-ru", *args).stdout
     assert "about 2M instances" in out
@@ -614,4 +622,4 @@ def test_opensubtitles_en_ru(tmp_path):
                       check=False)
     assert_one_line_error(proc, "missing raw file",
                           str(empty.resolve() / "acl19_good_translation_wrong_in_context.zip"))
-    assert no_markers(tmp_path / "none")
+    assert nothing_partial(tmp_path / "none")

@@ -87,7 +87,7 @@ def test_command_line_prints_flags_for_shell_substitution(tmp_path, capsys):
     assert config.main(["--explain", str(f)]) == 0
     assert "a.args:2" in capsys.readouterr().out
     bad = write(tmp_path / "bad.args", "oops\n")
-    assert config.main([str(bad)]) == 2
+    assert config.main([str(bad)]) == 1
     assert "bad.args:1: expected a flag" in capsys.readouterr().err
     # the shell wrapper runs the module by file path (no fairseq import)
     out = subprocess.run([str(REPO / "scripts" / "ctx-args"), str(f)], capture_output=True, text=True, check=True)
@@ -440,8 +440,8 @@ def test_gret_table4_smoke_end_to_end_and_resume(tiny_bible, tmp_path, monkeypat
 def test_missing_data_stops_before_any_work(tmp_path, capsys):
     from fairseq_ctx.tables.__main__ import main
 
-    assert main(["voita-bleu", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "nothing")]) == 2
-    assert "no binarized data (dict.SRC.txt) for opensubtitles_en_ru" in capsys.readouterr().err
+    assert main(["voita-bleu", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "nothing")]) == 1
+    assert "fairseq_ctx: error: no binarized data (dict.SRC.txt) for opensubtitles_en_ru" in capsys.readouterr().err
     assert not (tmp_path / "out" / "models").exists()
 
 

@@ -10,6 +10,7 @@ import logging
 import sys
 
 from . import all_tables, get_table
+from ..errors import ERROR_PREFIX
 from .config import ArgsFileError
 from .definition import TableError
 
@@ -66,10 +67,10 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    opts = get_parser().parse_args(argv)
+    parser = get_parser()
+    opts = parser.parse_args(argv)
     if opts.bootstrap_samples < 1:
-        print("fairseq-ctx-table: error: --bootstrap-samples must be positive", file=sys.stderr)
-        return 2
+        parser.error("--bootstrap-samples must be positive")
     for name in ("sacrebleu", "matplotlib", "PIL"):  # their INFO chatter (bootstrap progress, font search)
         logging.getLogger(name).setLevel(logging.WARNING)
     table = get_table(opts.table)
@@ -78,8 +79,8 @@ def main(argv=None) -> int:
     try:
         return TableRun(table, opts).run()
     except (TableError, ArgsFileError) as err:
-        print(f"{table.name}: error: {err}", file=sys.stderr)
-        return 2
+        print(f"{ERROR_PREFIX}{err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

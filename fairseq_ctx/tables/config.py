@@ -184,8 +184,8 @@ def main(argv=None) -> int:
         else:
             print(" ".join(read_many(args.files)))
     except ArgsFileError as e:
-        print(f"ctx-args: error: {e}", file=sys.stderr)
-        return 2
+        print(f"fairseq_ctx: error: {e}", file=sys.stderr)   # ERROR_PREFIX (standard library only here)
+        return 1
     return 0
 
 

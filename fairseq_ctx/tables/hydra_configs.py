@@ -44,6 +44,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..errors import ERROR_PREFIX
 from .config import ArgLine, ArgsFileError, read_arg_lines
 
 OUT_DIR = "hydra"
@@ -326,8 +327,8 @@ def main(argv=None) -> int:
         configs = find_root(Path(opts.root) if opts.root else None) / "configs"
         generated = generate(configs)
     except (ArgsFileError, ValueError, TableError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+        print(f"{ERROR_PREFIX}{e}", file=sys.stderr)
+        return 1
     if opts.check:
         problems = stale(configs, generated)
         for line in problems:
