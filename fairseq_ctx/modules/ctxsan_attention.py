@@ -52,6 +52,7 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
+from .fused_attention import attend_mask, attention
 from .incremental_cache import append_keys_values, reorder_cache
 from .readout import Readout
 
@@ -290,8 +291,9 @@ class ContextAwareSelfAttention(Readout, nn.Module):
     def _fold(self) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
         """The projections with the gate vectors folded in as ``n`` extra output rows:
 
-        * ``[W; V^H W_Q/K]``: ``(3C + n) x C`` and its bias ``[b; V^H b_Q/K]``: ``3C + n``
-          (``Q V^H = x (W_Q^T V^H) + b_Q V^H``, Eq. 6 first term);
+        * ``[W; V^H W_Q/K; 0]``: ``(3C + n + p) x C`` and its bias ``[b; V^H b_Q/K; 0]``
+          (``Q V^H = x (W_Q^T V^H) + b_Q V^H``, Eq. 6 first term), with ``p``
+          zero rows that make ``3C + n + p`` a multiple of 8 (alignment only);
         * per context part ``[U; V^C U]``: ``(n*C + n) x d_c`` (``C U V^C = C (U V^C)``).
         """
         d, n = self.embed_dim, len(self.slots)
@@ -304,6 +306,14 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             wc = self.ctx_proj[p.replace("-", "_")].weight  # (n*C) x d_c
             wc_gate = torch.bmm(self.gate_c.unsqueeze(1), wc.view(n, d, -1)).squeeze(1)  # n x d_c
             ctx[p] = torch.cat([wc, wc_gate])
+        # zero rows up to a multiple of 8: the fused output's rows then start
+        # on 16-byte boundaries (fp32 and half alike), so q/k/v, views into it,
+        # are what the fused CUDA attention kernels can read (rows of 3C + n
+        # elements crashed them with a misaligned address)
+        pad = -(3 * d + n) % 8
+        if pad:
+            w_gate = torch.cat([w_gate, w_gate.new_zeros(pad, d)])
+            b_gate = torch.cat([b_gate, b_gate.new_zeros(pad)])
         return torch.cat([w, w_gate]), torch.cat([b, b_gate]), ctx
 
     def _fold_key(self) -> Optional[tuple]:
@@ -442,13 +452,13 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             # the fused projection as n extra output columns gives the gate
             # logits from the same matmul (no extra pass over Q and K).
             w, b, ctx_weights = self.folded_weights()
-            out = F.linear(x, w, b)  # T x B x (3C + n)
+            out = F.linear(x, w, b)  # T x B x (3C + n + p), rows 16-byte aligned
             qkv = out[..., :3 * d].view(T, B, 3, d)
             q, k, v = qkv.unbind(2)
             ctx, ctx_logit = self.project_context(history, ctx_weights)  # (1|T) x B x n x C, (1|T) x B x n
             qk = qkv[:, :, self.slots[0]:self.slots[-1] + 1]  # T x B x n x C
             # Eq. 6: one scalar per position and per contextualised Q / K
-            lam = torch.sigmoid(out[..., 3 * d:] + ctx_logit)  # T x B x n
+            lam = torch.sigmoid(out[..., 3 * d:3 * d + len(self.slots)] + ctx_logit)  # T x B x n
             # Eq. 5: (1 - lam) * Q + lam * (C U)
             mixed = torch.lerp(qk, ctx, lam.unsqueeze(-1))
             if self.keep_readout:
@@ -466,31 +476,18 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         k = k.reshape(T, B, H, hd).permute(1, 2, 0, 3)
         v = v.reshape(T, B, H, hd).permute(1, 2, 0, 3)
 
-        attn_mask: Optional[Tensor] = None
-        is_causal = False
         if incremental_state is not None:
             # keys keep the context of their own step (cached, not recomputed)
             saved = self._get_input_buffer(incremental_state)
             k, v, key_padding_mask = append_keys_values(saved, k, v, key_padding_mask)
             self._set_input_buffer(incremental_state, saved)
-            if key_padding_mask is not None:
-                attn_mask = ~key_padding_mask[:, None, None, :]
-            if T > 1:
-                causal = torch.ones(T, k.size(2), dtype=torch.bool, device=x.device).tril(k.size(2) - T)
-                attn_mask = causal if attn_mask is None else attn_mask & causal
-        elif self.causal:
-            if key_padding_mask is None:
-                is_causal = True
-            else:
-                causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-                attn_mask = causal & ~key_padding_mask[:, None, None, :]
-        elif key_padding_mask is not None:
-            attn_mask = ~key_padding_mask[:, None, None, :]
+        # causal without padding and cache: the kernels' own is_causal, no mask
+        is_causal = self.causal and incremental_state is None and key_padding_mask is None
+        causal = self.causal and not is_causal and T > 1
+        attn_mask = attend_mask(key_padding_mask, T, k.size(2), causal, x.device)  # B x 1 x (T|1) x S
 
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0,
-            is_causal=is_causal,
-        )  # B x H x T x hd
+        out = attention(q, k, v, attn_mask, dropout_p=self.dropout if self.training else 0.0,
+                        is_causal=is_causal)  # B x H x T x hd
         out = out.permute(2, 0, 1, 3).reshape(T, B, d)
         return self.out_proj(out), None
 

@@ -81,6 +81,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from fairseq.modules import LayerNorm
 from fairseq.modules.fairseq_dropout import FairseqDropout
 
+from .fused_attention import attention, padded_empty
 from .incremental_cache import append_time_major, reorder_cache
 from .readout import Readout
 
@@ -310,7 +311,7 @@ class DualContextualModule(Readout, nn.Module):
             if self.keep_readout:
                 self.record_readout(alpha=alpha)  # B x 2 x H x T x S
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+            out = attention(q, k, v, mask, dropout_p=dropout_p)
             alpha = None
         # B x 2H x T x hd -> T x B x 2C laid out as [h_l; h_g] (Eq. 8)
         out = out.permute(2, 0, 1, 3).reshape(T, B, 2 * C)
@@ -324,14 +325,17 @@ class DualContextualModule(Readout, nn.Module):
         """Merge a T x S mask (fairseq convention: additive float, or boolean
         True = masked) and a B x S padding mask (True = pad) into one additive
         SDPA mask broadcastable to B x 2H x T x S."""
-        mask: Optional[Tensor] = None
+        if attn_mask is None and key_padding_mask is None:
+            return None
+        device = (attn_mask if attn_mask is not None else key_padding_mask).device
+        # a 16-byte aligned buffer, as the fused CUDA kernels read it (fused_attention)
+        mask = padded_empty(B if key_padding_mask is not None else 1, 1, T if attn_mask is not None else 1, S,
+                            dtype=dtype, device=device).zero_()
         if attn_mask is not None:
             if attn_mask.dtype == torch.bool:
-                attn_mask = torch.zeros(T, S, dtype=dtype, device=attn_mask.device).masked_fill(
-                    attn_mask, float("-inf"))
-            mask = attn_mask.to(dtype).view(1, 1, T, S)
+                mask.masked_fill_(attn_mask.view(1, 1, T, S), float("-inf"))
+            else:
+                mask += attn_mask.to(dtype).view(1, 1, T, S)
         if key_padding_mask is not None:
-            pad = torch.zeros(B, 1, 1, S, dtype=dtype, device=key_padding_mask.device).masked_fill(
-                key_padding_mask.view(B, 1, 1, S), float("-inf"))
-            mask = pad if mask is None else mask + pad
+            mask.masked_fill_(key_padding_mask.view(B, 1, 1, S), float("-inf"))
         return mask
