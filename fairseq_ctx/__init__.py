@@ -42,6 +42,9 @@ def register():
     safe_loading.install()
     from . import models  # noqa: F401  (registers the architectures)
     from . import tasks  # noqa: F401  (registers document_translation)
+    from . import bf16_on_cuda
+
+    bf16_on_cuda.install()  # after every architecture is registered
 
     _registered = True
 
