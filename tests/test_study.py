@@ -71,27 +71,89 @@ def test_build_is_deterministic(tmp_path):
     assert dst[2].endswith("_eos She took her knife.") and dst[3].endswith("_eos He took his knife.")
 
 
-def test_stopping_rule():
-    hist = [{"valid_loss": v} for v in (7.45, 6.20, 5.62, 5.31, 5.15)]
-    assert should_stop(hist, STUDY) == ""
-    # 5.15 -> 5.12: 0.58% better over the last two epochs
-    assert should_stop(hist + [{"valid_loss": 5.13}, {"valid_loss": 5.12}], STUDY) == (
-        "converged: the last 2 epochs improved the best validation loss by 0.58% (< 1%)")
-    # a worse loss is no improvement at all; a 1.2% gain goes on
-    assert should_stop(hist + [{"valid_loss": 5.2}, {"valid_loss": 5.16}], STUDY).startswith("converged")
-    assert should_stop(hist + [{"valid_loss": 5.2}, {"valid_loss": 5.088}], STUDY) == ""
-    assert should_stop(hist[:2], SMOKE) == "reached 2 epochs"
-    assert should_stop([{"valid_loss": 5.0 - 0.1 * i} for i in range(25)], STUDY) == "reached 25 epochs"
+def test_budget_and_schedule():
+    """Every run stops at its budget; the learning rate warms up, then decays
+    linearly to zero at exactly the budget (fairseq's polynomial_decay with
+    power 1), and the pilot's runs carry budgets of their own."""
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import settings_of
+
+    hist = [{"valid_loss": 5.0, "updates": u} for u in (274, 548)]
+    assert should_stop(hist, STUDY.with_budget(548)) == "made its budget of 548 updates"
+    assert should_stop(hist, STUDY.with_budget(549)) == ""
+    assert should_stop([], SMOKE) == ""
+    flags = STUDY.with_budget(2000).schedule()
+    value = {flags[i]: flags[i + 1] for i in range(len(flags) - 1) if flags[i].startswith("--")}
+    assert value["--lr-scheduler"] == "polynomial_decay" and value["--power"] == "1"
+    assert value["--end-learning-rate"] == "0" and value["--total-num-update"] == value["--max-update"] == "2000"
+    assert value["--save-interval-updates"] == "100" and value["--keep-interval-updates"] == "5"
+    pilot = by_name(["pilot-2000"])[0]
+    assert (pilot.arch, pilot.flags, settings_of(pilot).budget) == ("transformer", [], 2000)
+    assert settings_of(by_name(["transformer"])[0]).budget == STUDY.budget
+    # fairseq's schedule: lr rises to its peak over the warm-up, reaches 0 at the budget
+    from fairseq.optim.lr_scheduler.polynomial_decay_schedule import PolynomialDecayLRSchedule
+
+    from fairseq.optim import FairseqOptimizer
+
+    class Opt(FairseqOptimizer):
+        def __init__(self):
+            self.lr = 0.0
+
+        def set_lr(self, lr):
+            self.lr = lr
+
+        def get_lr(self):
+            return self.lr
+
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"warmup_updates": 400, "force_anneal": None, "end_learning_rate": 0.0, "power": 1.0,
+                            "total_num_update": 2000, "lr": [0.002]})
+    sched = PolynomialDecayLRSchedule(cfg, Opt())
+    assert abs(sched.step_update(400) - 0.002) < 1e-12
+    assert abs(sched.step_update(1200) - 0.001) < 1e-12
+    assert sched.step_update(2000) == 0.0
     line = ("2026-11-23 12:11:05 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 6.203 | "
             "nll_loss 5.1 | ppl 34.3 | wps 9000 | wpb 4000 | bsz 100 | num_updates 548 | best_loss 6.203")
     m = _VALID_RE.search(line)
     assert (m.group(1), m.group(2), m.group(4)) == ("002", "6.203", "548")
-    # the results JSON states the rule that was applied
+    # the results JSON states the protocol that was applied
     from fairseq_ctx.study.report import setup_record
 
-    assert setup_record(None, STUDY)["stopping"].startswith(
-        "validate every epoch; stop when the last 2 epochs together improved the best validation loss by less "
-        "than 1% (relative), or at 25 epochs")
+    assert setup_record(None, STUDY)["budget"].startswith(f"{STUDY.budget} updates for every run")
+
+
+def _valid(epoch, loss, updates):
+    return (f"x | INFO | valid | epoch {epoch:03d} | valid on 'valid' subset | loss {loss} | nll_loss 5.1 | "
+            f"ppl 34.3 | num_updates {updates} | best_loss {loss}\n")
+
+
+def _end(epoch):
+    return f"x | INFO | fairseq_cli.train | end of epoch {epoch} (average epoch stats below)\n"
+
+
+def test_history_counts_finished_epochs_only(tmp_path):
+    """Interval checkpoints validate mid-epoch: an epoch counts once fairseq
+    logged its end, with its last validation; an invocation resumed from a
+    mid-epoch checkpoint finishes that epoch in the next log file."""
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import history
+
+    run = by_name(["pilot-1000"])[0]
+    logs = tmp_path / run.name / "logs"
+    logs.mkdir(parents=True)
+    (logs / "epoch-001.log").write_text(_valid(1, 7.5, 100) + _valid(1, 7.4, 200) + _end(1))
+    (logs / "epoch-001.cpu").write_text("60")
+    # killed after a mid-epoch validation of epoch 2
+    (logs / "epoch-002.log").write_text(_valid(2, 7.0, 300))
+    assert [h["updates"] for h in history(str(tmp_path), run)] == [200]
+    # resumed: the next invocation finishes epoch 2, then epoch 3
+    (logs / "epoch-002.log").write_text(_valid(2, 6.9, 400) + _valid(2, 6.8, 548) + _end(2)
+                                        + _valid(3, 6.5, 822) + _end(3))
+    (logs / "epoch-002.cpu").write_text("100")
+    got = history(str(tmp_path), run)
+    assert [(h["epoch"], h["updates"], h["valid_loss"]) for h in got] == [(1, 200, 7.4), (2, 548, 6.8), (3, 822, 6.5)]
+    assert [h["train_seconds"] for h in got] == [60.0, 60.0, 160.0]
 
 
 def test_a_run_is_tested_against_its_control():
@@ -154,7 +216,7 @@ def test_record_status(tmp_path):
     logs.mkdir(parents=True)
     (logs / "epoch-001.log").write_text(
         "2026-11-23 12:11:05 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 7.4 | nll_loss 6.9 | "
-        "ppl 120 | wps 9000 | wpb 4000 | bsz 100 | num_updates 274\n")
+        "ppl 120 | wps 9000 | wpb 4000 | bsz 100 | num_updates 274\n" + _end(1))
     rec = base_record(opts, RUNS[0])
     assert (rec["status"], rec["epochs"], rec["updates"], rec["valid_loss"]) == ("training", 1, 274, 7.4)
 

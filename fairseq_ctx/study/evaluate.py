@@ -6,6 +6,7 @@ skipped when that output exists, so evaluation resumes like training.
 """
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -32,20 +33,39 @@ def _call(cmd: List[str], log: str, what: str):
         raise StudyError(f"{what} failed (exit {code}); see {log}")
 
 
+def final_checkpoints(out: str, run: Run, count: int) -> List[str]:
+    """The last ``count`` checkpoints of a trained run, oldest first, by
+    update: interval checkpoints ``checkpoint_EPOCH_UPDATES.pt`` and epoch
+    checkpoints ``checkpointEPOCH.pt`` (fairseq saves an update that ends an
+    epoch only as the latter; its update count is the epoch's in the logs),
+    ending at the budget's last update."""
+    updates_of_epoch = {h["epoch"]: h["updates"] for h in history(out, run)}
+    found = {}
+    for name in os.listdir(run_dir(out, run)):
+        interval = re.fullmatch(r"checkpoint_(\d+)_(\d+)\.pt", name)
+        epoch = re.fullmatch(r"checkpoint(\d+)\.pt", name)
+        if interval:
+            found[int(interval.group(2))] = os.path.join(run_dir(out, run), name)
+        elif epoch and int(epoch.group(1)) in updates_of_epoch:
+            found.setdefault(updates_of_epoch[int(epoch.group(1))], os.path.join(run_dir(out, run), name))
+    if updates_of_epoch:  # the last update is always in checkpoint_last.pt
+        found.setdefault(max(updates_of_epoch.values()), os.path.join(run_dir(out, run), "checkpoint_last.pt"))
+    return [found[u] for u in sorted(found)][-count:]
+
+
 def average(out: str, run: Run, count: int) -> str:
-    """The mean of the last ``count`` epoch checkpoints (fewer if the run
-    stopped earlier)."""
+    """The mean of the last ``count`` checkpoints (the end of the decayed
+    schedule)."""
     path = os.path.join(eval_dir(out, run), "average.pt")
     if os.path.exists(path):
         return path
     os.makedirs(eval_dir(out, run), exist_ok=True)
-    epochs = len(history(out, run))
-    inputs = [os.path.join(run_dir(out, run), f"checkpoint{e}.pt") for e in range(max(1, epochs - count + 1), epochs + 1)]
-    missing = [p for p in inputs if not os.path.exists(p)]
-    if missing:
-        raise StudyError(f"{run.name}: cannot average, missing {', '.join(missing)}")
+    inputs = final_checkpoints(out, run, count)
+    if len(inputs) < count:
+        raise StudyError(f"{run.name}: cannot average, {len(inputs)} of {count} checkpoints in "
+                         f"{run_dir(out, run)}")
     tmp = path + ".part"
-    _call(["fairseq-ctx-average-checkpoints", "--inputs", *inputs, "--output", tmp],
+    _call([sys.executable, "-m", "fairseq_ctx.average_checkpoints", "--inputs", *inputs, "--output", tmp],
           path + ".log", f"{run.name}: checkpoint averaging")
     os.replace(tmp, path)
     return path

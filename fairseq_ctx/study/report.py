@@ -155,10 +155,10 @@ def setup_record(pronoun_counts: Optional[Dict], settings: Settings) -> Dict:
     return {"corpus": "Bible es-en (scripts/prepare-bible.sh): 29,746 train / 567 valid / 553 test verses, "
                       "chapters as documents, 8k joint sentencepiece",
             "size": list(settings.size), "recipe": list(settings.recipe),
-            "stopping": f"validate every epoch; stop when the last {settings.patience} epochs together improved "
-                        f"the best validation loss by less than {settings.min_improvement:.0%} (relative), or at "
-                        f"{settings.max_epochs} epochs; decode the average of the last {settings.average} epoch "
-                        "checkpoints",
+            "schedule": " ".join(settings.schedule()),
+            "budget": f"{settings.budget} updates for every run; the learning rate warms up linearly over "
+                      f"{settings.warmup} updates and decays linearly to zero at the budget; decode the average of "
+                      f"the last {settings.average} checkpoints, saved every {settings.save_every} updates",
             "decoding": "beam 4, --max-len-a 1.5 --max-len-b 10, every test sentence; detokenized sacreBLEU",
             "pronoun_set": pronoun_counts,
             "machine": "CPU, one thread per run (taskset, OMP_NUM_THREADS=1)"}

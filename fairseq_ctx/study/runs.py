@@ -31,7 +31,8 @@ symbol to the dictionaries, so every model here has the same vocabulary (the
 baseline, sentence-level, simply ignores the context), GRET can start from the
 baseline's weights, and paired comparisons decode the same data.
 """
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import List, Optional
 
 SIZE = [
@@ -44,11 +45,10 @@ SIZE = [
 
 RECIPE = [
     "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "0.002",
-    "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "400", "--warmup-init-lr", "1e-07",
     "--clip-norm", "1.0", "--dropout", "0.1", "--weight-decay", "0.0001",
     "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
     "--max-tokens", "4096", "--required-batch-size-multiple", "1", "--num-workers", "0",
-    "--keep-last-epochs", "5", "--log-format", "simple", "--log-interval", "50",
+    "--log-format", "simple", "--log-interval", "50",
 ]
 
 DOC_TASK = ["--task", "document_translation", "--context-size", "1"]
@@ -56,25 +56,53 @@ DOC_TASK = ["--task", "document_translation", "--context-size", "1"]
 
 @dataclass(frozen=True)
 class Settings:
-    """Model size, recipe and stopping rule, the same for every run."""
+    """Model size, recipe and update budget, the same for every run."""
 
     size: tuple = tuple(SIZE)
     recipe: tuple = tuple(RECIPE)
-    patience: int = 2
-    min_improvement: float = 0.01
-    max_epochs: int = 25
+    # updates of every run; the learning rate warms up linearly over
+    # ``warmup`` updates to its peak, then decays linearly to zero at ``budget``
+    budget: int = 4000
+    warmup: int = 400
+    # interval checkpoints: one every budget / ``saves`` updates, the last
+    # ``average`` of them averaged for decoding (the last quarter of training)
+    saves: int = 20
     average: int = 5
+
+    def with_budget(self, budget: int) -> "Settings":
+        return replace(self, budget=budget)
+
+    @property
+    def save_every(self) -> int:
+        return max(1, self.budget // self.saves)
+
+    def schedule(self) -> List[str]:
+        """fairseq's flags for the warm-up and linear decay to zero
+        (``polynomial_decay`` with power 1) over exactly ``budget`` updates."""
+        return ["--lr-scheduler", "polynomial_decay", "--power", "1", "--end-learning-rate", "0",
+                "--warmup-updates", str(self.warmup), "--total-num-update", str(self.budget),
+                "--max-update", str(self.budget),
+                "--save-interval-updates", str(self.save_every), "--keep-interval-updates", str(self.average),
+                # fairseq saves an epoch's end as an epoch checkpoint, not an
+                # interval one: both kinds are kept for the average
+                "--keep-last-epochs", str(self.average)]
 
 
 STUDY = Settings()
-# --smoke: the same pipeline at a toy size and a two-epoch budget, for tests
-# and for checking a set-up before the real run (its numbers mean nothing).
+# --smoke: the same pipeline at a toy size and a tiny budget, for tests and
+# for checking a set-up before the real run (its numbers mean nothing).
 SMOKE = Settings(
     size=("--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
           "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
           "--decoder-attention-heads", "2", "--share-all-embeddings"),
-    recipe=tuple(RECIPE[:RECIPE.index("--keep-last-epochs")]) + ("--keep-last-epochs", "2", "--log-format", "simple"),
-    patience=1, max_epochs=2, average=2)
+    recipe=tuple(RECIPE[:RECIPE.index("--log-interval")]) + ("--log-interval", "5"),
+    budget=2, warmup=1, saves=2, average=2)
+
+# The pilot that chooses STUDY.budget: the baseline trained at budgets
+# doubling from PILOT_START; the budget is the shortest B whose double
+# improves the final validation loss by less than PILOT_GAIN (relative).
+PILOT_START = 1000
+PILOT_GAIN = 0.01
 
 
 @dataclass
@@ -94,6 +122,8 @@ class Run:
     # decode again with --shuffle-context and score the contrastive set
     uses_context: bool = False
     label: str = ""
+    # a budget of its own (the pilot's runs); None: the study's
+    budget: Optional[int] = None
 
     @property
     def task_flags(self) -> List[str]:
@@ -122,10 +152,18 @@ RUNS = [
 ]
 
 
+def pilot_run(budget: int) -> Run:
+    return Run(f"pilot-{budget}", "transformer", budget=budget, label=f"Transformer, pilot, {budget} updates")
+
+
 def by_name(names=None) -> List[Run]:
     if not names:
         return list(RUNS)
     known = {run.name: run for run in RUNS}
+    for n in names:
+        m = re.fullmatch(r"pilot-(\d+)", n)
+        if m and int(m.group(1)) > 0:
+            known[n] = pilot_run(int(m.group(1)))
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"study: error: --runs: unknown run(s) {', '.join(unknown)}; "
