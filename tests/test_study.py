@@ -396,3 +396,23 @@ def test_a_run_locked_by_another_process_is_skipped(tmp_path):
     assert lines == ["[study] transformer_dc: another study process is training it; skipped"]
     assert not (tmp_path / run.name / "logs").exists()
     held.close()
+
+
+def test_pilot_chooses_the_shortest_budget_whose_double_gains_under_one_percent(tmp_path):
+    from fairseq_ctx.study.train import pilot_choice
+
+    def finish(budget, loss):
+        (tmp_path / f"pilot-{budget}").mkdir()
+        (tmp_path / f"pilot-{budget}" / "train.done").write_text(json.dumps(
+            {"final_valid_loss": loss, "train_seconds": budget * 1.5, "device": "cpu"}))
+
+    finish(1000, 5.00)
+    finish(2000, 4.60)  # 8% better than 1000
+    assert pilot_choice(str(tmp_path))[0] is None
+    finish(4000, 4.56)  # 0.87% better than 2000
+    choice, rows = pilot_choice(str(tmp_path))
+    assert choice == 2000
+    assert [(r["budget"], r.get("gain_of_double")) for r in rows] == [(1000, 0.08), (2000, 0.0087), (4000, None)]
+    # a missing rung leaves the pair out
+    (tmp_path / "pilot-2000" / "train.done").unlink()
+    assert pilot_choice(str(tmp_path))[0] is None

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import replace
 
 from fairseq_ctx.study import runs as study_runs
 from fairseq_ctx.study.train import StudyError, done_marker, history, is_trained, params_from_logs, train
@@ -33,6 +34,16 @@ def parse_args(argv=None):
                    + ", ".join(r.name for r in study_runs.RUNS))
     p.add_argument("--stage", choices=["train", "evaluate", "all"], default="all")
     p.add_argument("--threads", type=int, default=1, help="OMP threads of every child process (default 1)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="where fairseq trains and decodes (cuda: the same recipe on the GPU; each record says "
+                        "which device trained it)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="runs trained at once, each in a process of its own (e.g. several on one GPU; the "
+                        "run locks keep two processes off one run)")
+    p.add_argument("--pilot", action="store_true",
+                   help="train the pilot that chooses the budget: the baseline at 1000, 2000, 4000, ... updates, "
+                        "shortest first, until doubling a budget improves the final validation loss by less than "
+                        "1%%; prints the runs and the choice (runs pilot-N; with --runs, just those)")
     p.add_argument("--smoke", action="store_true",
                    help="toy size and a two-epoch budget: checks the pipeline end to end (numbers mean nothing)")
     return p.parse_args(argv)
@@ -48,6 +59,38 @@ def train_all(opts, selected, bin_dir, user_dir):
         train(run, bin_dir, user_dir, opts.out, echo, opts.settings)
 
 
+def run_pilot(opts, selected, bin_dir, user_dir):
+    """Train pilot runs in order until the pilot has its answer; print it."""
+    from fairseq_ctx.study.train import pilot_choice
+
+    for run in selected:
+        if pilot_choice(opts.out)[0] is not None:
+            break
+        train(run, bin_dir, user_dir, opts.out, echo, opts.settings)
+    choice, rows = pilot_choice(opts.out)
+    for row in rows:
+        gain = f", its double {row['gain_of_double']:.2%} better" if "gain_of_double" in row else ""
+        echo(f"[pilot] {row['budget']} updates: final valid loss {row['final_valid_loss']:.3f} "
+             f"({row['cpu_minutes']} CPU min, {row['device']}){gain}")
+    echo(f"[pilot] budget: {choice} updates" if choice else "[pilot] no budget yet: no finished pair of budgets B, "
+         "2B where 2B improves the final validation loss by less than 1%")
+
+
+def train_in_parallel(argv, jobs: int):
+    """``jobs`` training processes of this same command (one job each):
+    each walks the run list in order and skips a run another one holds, so
+    the first ``jobs`` runs train at once and the next start as they end."""
+    import subprocess
+
+    argv = [a for i, a in enumerate(argv) if a != "--jobs" and (i == 0 or argv[i - 1] != "--jobs")]
+    argv = [a for a in argv if not a.startswith("--jobs=")]
+    cmd = [sys.executable, "-m", "fairseq_ctx.study", *argv, "--stage", "train", "--jobs", "1"]
+    procs = [subprocess.Popen(cmd) for _ in range(jobs)]
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        raise StudyError(f"a training process failed (exit codes {codes})")
+
+
 def base_record(opts, run) -> dict:
     hist = history(opts.out, run)
     rec = {"name": run.name, "label": run.label, "arch": run.arch, "seed": run.seed, "flags": run.flags,
@@ -59,7 +102,8 @@ def base_record(opts, run) -> dict:
            "status": "trained" if is_trained(opts.out, run) else "training" if hist else "not started"}
     if is_trained(opts.out, run):
         done = json.load(open(done_marker(opts.out, run)))
-        rec.update(stop_reason=done["reason"], best_epoch=done["best_epoch"])
+        rec.update(stop_reason=done["reason"], best_epoch=done["best_epoch"],
+                   final_valid_loss=done.get("final_valid_loss"), device=done.get("device", "cpu"))
     return rec
 
 
@@ -110,7 +154,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
             continue
         echo(f"[study] {run.name}: evaluating")
         count = opts.settings.average
-        dec = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count)
+        dec = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count, device=opts.device)
         from fairseq_ctx.evaluation.bleu import detok_bleu
 
         rec["bleu"], rec["signature"] = detok_bleu(dec["hyps"], refs)
@@ -119,17 +163,19 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         rec["decode_cpu_seconds"] = dec["cpu_seconds"]
         hyps[run.name] = dec["hyps"]
         report.keep_hyps(fig_dir, run.name, dec["path"])
-        con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count)
+        con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count, device=opts.device)
         rec["contrastive_accuracy"] = round(con["accuracy"], 4)
         rec["contrastive_by_class"] = con["by_class"]
         if run.uses_context:
-            shuf = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count, shuffled=True)
+            shuf = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count, shuffled=True,
+                                   device=opts.device)
             rec["shuffled_bleu"] = round(detok_bleu(shuf["hyps"], refs)[0], 2)
             report.shuffled_drop(rec, dec["hyps"], shuf["hyps"], refs)
-            con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count, shuffled=True)
+            con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count, shuffled=True,
+                                       device=opts.device)
             rec["shuffled_contrastive_accuracy"] = round(con["accuracy"], 4)
             rec["shuffled_contrastive_by_class"] = con["by_class"]
-        target = evaluate.analysis(opts.out, run, bin_dir, count)
+        target = evaluate.analysis(opts.out, run, bin_dir, count, device=opts.device)
         if target:
             dest = os.path.join(fig_dir, f"{run.name}-{os.path.basename(target)}")
             if os.path.isdir(target):
@@ -185,11 +231,18 @@ def main(argv=None):
                      f"(run: bash scripts/prepare-bible.sh --dest {opts.data})")
     os.environ["OMP_NUM_THREADS"] = str(opts.threads)
     user_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    selected = study_runs.by_name(opts.runs)
-    opts.settings = study_runs.SMOKE if opts.smoke else study_runs.STUDY
+    selected = study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
+    opts.settings = replace(study_runs.SMOKE if opts.smoke else study_runs.STUDY, device=opts.device)
+    if opts.jobs < 1:
+        sys.exit("study: error: --jobs must be at least 1")
     try:
+        if opts.pilot:
+            return run_pilot(opts, selected, bin_dir, user_dir)
         if opts.stage in ("train", "all"):
-            train_all(opts, selected, bin_dir, user_dir)
+            if opts.jobs > 1:
+                train_in_parallel(argv if argv is not None else sys.argv[1:], opts.jobs)
+            else:
+                train_all(opts, selected, bin_dir, user_dir)
         if opts.stage in ("evaluate", "all"):
             evaluate_all(opts, selected, bin_dir, user_dir)
     except StudyError as e:

@@ -18,7 +18,12 @@ from fairseq_ctx.study.train import StudyError, history, run_dir
 
 BEAM = 4
 GENERATE = ["--gen-subset", "test", "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
-            "--batch-size", "64", "--required-batch-size-multiple", "1", "--remove-bpe", "sentencepiece", "--cpu"]
+            "--batch-size", "64", "--required-batch-size-multiple", "1", "--remove-bpe", "sentencepiece"]
+
+
+def device_flags(device: str) -> List[str]:
+    """fairseq's flags for ``device`` ("cpu" or "cuda": fairseq's default device)."""
+    return ["--cpu"] if device == "cpu" else []
 
 
 def eval_dir(out: str, run: Run) -> str:
@@ -71,7 +76,8 @@ def average(out: str, run: Run, count: int) -> str:
     return path
 
 
-def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: int, shuffled: bool = False) -> Dict:
+def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: int, shuffled: bool = False,
+           device: str = "cpu") -> Dict:
     """Beam search on the test set; returns {"hyps": [...], "path": their file, "seconds": wall s,
     "cpu_seconds": the decoding process's CPU s (None if decoded before they were recorded)}."""
     from fairseq_ctx.evaluation.bleu import read_generate_log
@@ -83,7 +89,7 @@ def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: 
         ckpt = average(out, run, count)
         log = os.path.join(eval_dir(out, run), tag + ".log")
         cmd = [sys.executable, "-m", "fairseq_cli.generate", bin_dir, "--user-dir", user_dir, "--path", ckpt,
-               *run.task_flags, *GENERATE] + (["--shuffle-context"] if shuffled else [])
+               *run.task_flags, *GENERATE, *device_flags(device)] + (["--shuffle-context"] if shuffled else [])
         start, before = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
         _call(cmd, log, f"{run.name}: fairseq-generate")
         seconds, after = time.time() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -121,7 +127,7 @@ def shuffle_contexts(src_path: str, dst_path: str, separator: str = "_eos"):
 
 
 def contrastive(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, count: int,
-                shuffled: bool = False) -> Dict:
+                shuffled: bool = False, device: str = "cpu") -> Dict:
     """Accuracy on the pronoun set, overall and per class, with the
     project's scorer (``fairseq_ctx.contrastive``, Voita format, official
     tie rule)."""
@@ -143,7 +149,7 @@ def contrastive(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, 
         _call([sys.executable, "-m", "fairseq_ctx.contrastive", bin_dir, "--path", ckpt,
                "--format", "voita", "--src", src, "--dst", dst, "--json", js,
                "--task", "document_translation", "--context-size", "1", *concat,
-               "--bpe", "sentencepiece", "--sentencepiece-model", spm_model, "--cpu",
+               "--bpe", "sentencepiece", "--sentencepiece-model", spm_model, *device_flags(device),
                "--scores-out", scores_path + ".part"],
               os.path.join(eval_dir(out, run), tag + ".log"), f"{run.name}: contrastive scoring")
         os.replace(scores_path + ".part", scores_path)
@@ -188,7 +194,7 @@ def is_evaluated(out: str, run: Run) -> bool:
     return all(os.path.exists(os.path.join(eval_dir(out, run), tag)) for tag in tags)
 
 
-def analysis(out: str, run: Run, bin_dir: str, count: int) -> Optional[str]:
+def analysis(out: str, run: Run, bin_dir: str, count: int, device: str = "cpu") -> Optional[str]:
     """Run the paper's analysis for this architecture; returns its output path."""
     if run.arch not in ANALYSES or run.flags:
         return None
@@ -199,7 +205,7 @@ def analysis(out: str, run: Run, bin_dir: str, count: int) -> Optional[str]:
     ckpt = average(out, run, count)
     # the analysis tools import fairseq_ctx themselves (no --user-dir)
     cmd = [sys.executable, "-m", module, bin_dir, "--path", ckpt, *flags,
-           "--out", target + ".part", "--cpu"]
+           "--out", target + ".part", *device_flags(device)]
     if run.arch != "transformer_ctxsan":
         # built on fairseq-generate's parser: the task (and its <sep> symbol)
         # must be named, as for decoding; ctxsan_gates reads it from the checkpoint

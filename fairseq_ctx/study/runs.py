@@ -68,6 +68,8 @@ class Settings:
     # ``average`` of them averaged for decoding (the last quarter of training)
     saves: int = 20
     average: int = 5
+    # where fairseq runs ("cpu" or "cuda"); not part of the recipe, recorded per run
+    device: str = "cpu"
 
     def with_budget(self, budget: int) -> "Settings":
         return replace(self, budget=budget)
@@ -150,6 +152,15 @@ RUNS = [
     Run("transformer_ctxenc-seed2", "transformer_ctxenc", seed=2, uses_context=True,
         label="Context encoder, seed 2"),
 ]
+
+
+def pilot_ladder(top: int = 64000) -> List[Run]:
+    """The pilot's runs: the baseline at budgets doubling from PILOT_START."""
+    budgets, b = [], PILOT_START
+    while b <= top:
+        budgets.append(b)
+        b *= 2
+    return [pilot_run(b) for b in budgets]
 
 
 def pilot_run(budget: int) -> Run:

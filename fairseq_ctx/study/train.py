@@ -14,7 +14,7 @@ import resource
 import subprocess
 import sys
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 from fairseq_ctx.study.runs import STUDY, Run, Settings
 
@@ -108,6 +108,15 @@ def should_stop(hist: List[Dict], settings: Settings = STUDY) -> str:
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 
+def device_name(device: str) -> str:
+    """What trained a run: "cpu", or the GPU's name."""
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    return torch.cuda.get_device_name(0)
+
+
 def child_env() -> Dict[str, str]:
     """The environment of the study's fairseq processes."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -136,7 +145,8 @@ def params_from_logs(out: str, run: Run) -> int:
 def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
                   settings: Settings = STUDY) -> List[str]:
     cmd = [sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", user_dir, "--arch", run.arch,
-           *settings.size, *settings.recipe, *settings.schedule(), *run.task_flags, "--seed", str(run.seed), "--cpu",
+           *settings.size, *settings.recipe, *settings.schedule(), *run.task_flags, "--seed", str(run.seed),
+           *(["--cpu"] if settings.device == "cpu" else []),
            "--save-dir", run_dir(out, run), "--max-epoch", str(epoch)]
     if run.warm_start:
         # GRET builds its new modules around the source's weights; a run of the
@@ -187,6 +197,7 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
             record = {"reason": reason, "epochs": len(hist), "updates": hist[-1]["updates"],
                       "best_epoch": best["epoch"], "best_valid_loss": best["valid_loss"],
                       "final_valid_loss": hist[-1]["valid_loss"], "budget": settings.budget,
+                      "device": device_name(settings.device),
                       "train_seconds": hist[-1]["train_seconds"], "params": params_from_logs(out, run)}
             with open(done_marker(out, run), "w") as f:
                 json.dump(record, f, indent=1)
@@ -215,3 +226,28 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
         h = history(out, run)[-1]
         echo(f"[study] {run.name}: epoch {epoch}: {h['updates']} updates, valid loss {h['valid_loss']:.3f}, "
              f"{h['train_seconds'] / 60:.1f} CPU min so far")
+
+
+def pilot_choice(out: str) -> Tuple[Optional[int], List[Dict]]:
+    """The pilot's answer from its finished runs: the shortest budget B whose
+    double improves the final validation loss by less than PILOT_GAIN
+    (relative), or None while no finished pair shows it; and one row per
+    finished run (budget, final validation loss, gain of the double)."""
+    from fairseq_ctx.study.runs import PILOT_GAIN, pilot_ladder
+
+    final = {}
+    for run in pilot_ladder():
+        if is_trained(out, run):
+            with open(done_marker(out, run)) as f:
+                done = json.load(f)
+            final[run.budget] = {"budget": run.budget, "final_valid_loss": done["final_valid_loss"],
+                                 "cpu_minutes": round(done["train_seconds"] / 60, 1),
+                                 "device": done.get("device", "cpu")}
+    choice = None
+    for b in sorted(final):
+        if 2 * b in final:
+            gain = (final[b]["final_valid_loss"] - final[2 * b]["final_valid_loss"]) / final[b]["final_valid_loss"]
+            final[b]["gain_of_double"] = round(gain, 5)
+            if choice is None and gain < PILOT_GAIN:
+                choice = b
+    return choice, [final[b] for b in sorted(final)]
