@@ -262,11 +262,13 @@ def measure(opts):
     # what the FLOP counts depend on: every counted batch's sentences and shapes
     digest = hashlib.sha1()
     for sample in timed_samples + decode_samples + (full_samples if full else []):
-        digest.update(sample["id"].numpy().tobytes())
+        digest.update(sample["id"].cpu().numpy().tobytes())
         digest.update(str(tuple(sample["net_input"]["src_tokens"].shape)).encode())
         if sample["net_input"].get("ctx_tokens") is not None:
             digest.update(str(tuple(sample["net_input"]["ctx_tokens"].shape)).encode())
-    return {"batches_sha1": digest.hexdigest(), "params": params, "train_tok_s": train_tok_s,
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+    return {"device_name": gpu or "cpu", "peak_flops": peak_flops(gpu, opts.precision, opts.peak_tflops),
+            "batches_sha1": digest.hexdigest(), "params": params, "train_tok_s": train_tok_s,
             "decode_sent_s": decode_tok_s * sents / gen_tokens, "decode_tok_s": decode_tok_s, "peak_mem_mb": peak_mb,
             "decoded_sentences": sents, "decoded_tokens": gen_tokens, "timed_train_tokens": tokens, **full, **flops}
 
@@ -345,6 +347,43 @@ def count_flops(fn) -> int:
     return counter.get_total_flops()
 
 
+# ---------------------------------------------------------------- GPU peak
+# Dense tensor-core peaks from NVIDIA's datasheets, FLOP/s: (GPU name
+# fragment, {precision: peak}); fp32 is the CUDA-core rate (PyTorch does not
+# use TF32 for float32 matmuls unless told to). The first fragment found in
+# torch.cuda.get_device_name() wins, so the specific ones come first.
+GPU_PEAKS = [
+    ("H100 PCIe", {"fp16": 756e12, "bf16": 756e12, "fp32": 51.2e12}),
+    ("H100", {"fp16": 989.4e12, "bf16": 989.4e12, "fp32": 66.9e12}),  # SXM5 (HBM3)
+    ("H200", {"fp16": 989.4e12, "bf16": 989.4e12, "fp32": 66.9e12}),
+    ("A100", {"fp16": 312e12, "bf16": 312e12, "fp32": 19.5e12}),
+]
+
+
+def peak_flops(gpu_name, precision, override_tflops=0.0):
+    """The GPU's peak FLOP/s at ``precision`` (None on CPU or for a GPU not
+    in :data:`GPU_PEAKS`; ``--peak-tflops`` overrides)."""
+    if override_tflops:
+        return override_tflops * 1e12
+    if gpu_name is None:
+        return None
+    for fragment, peaks in GPU_PEAKS:
+        if fragment in gpu_name:
+            return peaks[precision]
+    return None
+
+
+def add_mfu(results):
+    """``train_mfu``/``decode_mfu``: the share of the GPU's peak that the
+    counted FLOPs per token times tokens per second make (model FLOPs
+    utilisation; elementwise work is not counted, so it is a lower bound)."""
+    for res in results.values():
+        peak = res.get("peak_flops")
+        if peak:
+            res["train_mfu"] = res["train_flops_tok"] * res["train_tok_s"] / peak
+            res["decode_mfu"] = res["decode_flops_tok"] * res["decode_tok_s"] / peak
+
+
 # ---------------------------------------------------------------- orchestration
 METRICS = [("params", "params"), ("train_tok_s", "train tok/s"), ("decode_sent_s", "dec sent/s"),
            ("decode_tok_s", "dec tok/s"), ("peak_mem_mb", "peak MB"),
@@ -393,14 +432,16 @@ def markdown_table(doc) -> str:
     def quotient(res, ratio, bound):
         return f"{res[ratio]:.2f}x | {res[bound]:.2f}x | {res[ratio] / res[bound]:.2f}"
     base = results["transformer"]
+    gpu = "train_mfu" in base  # MFU columns: a GPU run whose peak is known
     lines = ["| variant | params | training: ratio | bound | ratio / bound | decoding: ratio | bound "
-             "| ratio / bound | peak memory |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| ratio / bound | peak memory |" + (" train MFU | decode MFU |" if gpu else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if gpu else "")]
     for label, res in results.items():
         name = f"`{label}` ({base['train_tok_s']:.0f} train tok/s, {base['decode_tok_s']:.0f} decode tok/s)" \
             if label == "transformer" else f"`{label}`"
+        mfu = f" {res['train_mfu']:.1%} | {res['decode_mfu']:.1%} |" if gpu else ""
         lines.append(f"| {name} | {res['params'] / 1e6:.2f}M | {quotient(res, 'train_ratio', 'train_bound')} "
-                     f"| {quotient(res, 'decode_ratio', 'decode_bound')} | {res['peak_mem_mb_ratio']:.2f}x |")
+                     f"| {quotient(res, 'decode_ratio', 'decode_bound')} | {res['peak_mem_mb_ratio']:.2f}x |{mfu}")
     doc_rows = [(label, res) for label, res in results.items() if "doc_order_decode_ratio" in res]
     if doc_rows:
         lines += ["", f"Every `{settings['gen_subset']}` sentence in fairseq-generate's order, against the "
@@ -452,7 +493,7 @@ def run_child(opts, label, arch, flags, first=None):
     same batches (FLOPs follow from the shapes alone)."""
     cmd = [sys.executable, os.path.abspath(__file__), opts.data, "--child", "--arch", arch,
            "--flags", json.dumps(flags)]
-    for name in ("size", "device", "precision", "max_tokens", "train_updates", "warmup_updates",
+    for name in ("size", "device", "precision", "peak_tflops", "max_tokens", "train_updates", "warmup_updates",
                  "decode_sentences", "decode_batch_size", "beam", "decode_length", "max_len_a", "max_len_b",
                  "gen_subset", "threads", "clock"):
         cmd += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
@@ -491,6 +532,9 @@ def main():
     p.add_argument("--size", choices=sorted(SIZES), default="tiny")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32")
+    p.add_argument("--peak-tflops", type=float, default=0.0,
+                   help="the GPU's peak TFLOP/s at --precision for the MFU columns (default: from the GPU's name, "
+                        "H100/H200/A100 known)")
     p.add_argument("--max-tokens", type=int, default=2048)
     p.add_argument("--train-updates", type=int, default=20)
     p.add_argument("--warmup-updates", type=int, default=3)
@@ -564,6 +608,9 @@ def main():
         for key, _ in METRICS:
             res[key + "_ratio"] = statistics.median(r[key] / b[key] for r, b in zip(runs[label], base_runs))
     add_bounds(results, runs)
+    for label, res in results.items():
+        res["device_name"], res["peak_flops"] = runs[label][0]["device_name"], runs[label][0]["peak_flops"]
+    add_mfu(results)
 
     header = f"{'variant':<28}" + "".join(f"{name:>22}" for _, name in METRICS) \
         + "".join(f"{name:>26}" for name in ("train ratio / bound", "dec ratio / bound"))

@@ -140,8 +140,8 @@ def test_benchmark_variants_come_from_the_architecture_list(tmp_path):
 def test_flop_bound_of_a_context_model_matches_a_hand_count():
     """ctxsan, encoder side, global context, both Q and K (n = 2), tiny dims:
     per encoder layer, beyond the plain transformer's products, the forward
-    pass has the n gate-logit columns of the fused Q/K/V projection
-    (2*N*d*n), folding V^H and V^C into the projections (2 * 2*n*d*d), and
+    pass has the n gate-logit columns of the fused Q/K/V projection and the
+    p zero columns that align its rows to 8 elements (2*N*d*(n + p)), folding V^H and V^C into the projections (2 * 2*n*d*d), and
     the context projection of one mean per sentence (2*B*d*(n*d + n)); the
     backward pass computes both gradients of each, twice the forward. The
     counter also counts attention on CPU (the same for both models)."""
@@ -169,7 +169,8 @@ def test_flop_bound_of_a_context_model_matches_a_hand_count():
 
     base_flops, ctx_flops = flops(plain), flops(ctxsan)
     N = B * S
-    forward = 2 * N * d * n + 2 * (2 * n * d * d) + 2 * B * d * (n * d + n)
+    p = -(3 * d + n) % 8  # zero columns that align the fused projection's rows (modules/fused_attention.py)
+    forward = 2 * N * d * (n + p) + 2 * (2 * n * d * d) + 2 * B * d * (n * d + n)
     assert ctx_flops - base_flops == layers * 3 * forward
     # attention is counted on CPU, with torch's formulas for the fused kernels:
     # 2 products forward (q k^T, a v), 5 backward (the scores recomputed, 4 gradients)

@@ -1,0 +1,165 @@
+"""What only a GPU can show (``pytest -m gpu``; skipped without CUDA).
+
+* The architecture contract on CUDA for every variant of
+  :data:`fairseq_ctx.architectures.VARIANTS`, at Base widths (two layers a
+  side), in float32, float16 and bfloat16, with each attention backend
+  forced in turn (flash, memory-efficient, cuDNN, math; math stays enabled
+  as the fallback where a fused kernel does not take the inputs, e.g. flash
+  with a padding mask): a sentence alone equals it in a padded batch, and
+  incremental decoding equals the full forward (probabilities within the
+  type's tolerance); beam search translates a sentence the same alone and
+  in a batch (float32: in half precision near-ties of random weights may
+  legitimately flip a hypothesis).
+* ``fairseq-train`` (its own ``main``, through its command-line parser) 50
+  updates with ``--fp16`` and with ``--bf16`` per variant, then
+  ``fairseq-generate`` on the checkpoint translates every test sentence.
+
+The whole file is sized for about 6 minutes on one H100. The CPU tests that
+guard the same path (fused-kernel layouts, ``--bf16`` on a CUDA machine, no
+device tensor to numpy) are in ``test_fused_attention_layout.py`` and
+``test_gpu_path.py``; they run everywhere.
+"""
+import math
+
+import pytest
+import torch
+
+from fairseq_ctx.architectures import VARIANTS
+from tests.test_contract import ORDER, STEPS, _batch, _decode, _encode, _encoder_attention_keys, _row
+from tests.utils import USER_DIR, _cli_args, build_model, parse_generate
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+BASE_WIDTHS = ("--encoder-layers", "2", "--decoder-layers", "2",
+               "--encoder-embed-dim", "512", "--decoder-embed-dim", "512", "--encoder-ffn-embed-dim", "2048",
+               "--decoder-ffn-embed-dim", "2048", "--encoder-attention-heads", "8", "--decoder-attention-heads", "8")
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+# largest |p - p'| between two computations of the same output probabilities
+TOLERANCE = {"fp32": 1e-4, "fp16": 5e-3, "bf16": 3e-2}
+BACKENDS = ["flash", "mem_efficient", "cudnn", "math"]
+NAMES = [v.name for v in VARIANTS]
+BY_NAME = {v.name: v for v in VARIANTS}
+
+_MODELS = {}
+
+
+def _model(name, dtype):
+    key = (name, dtype)
+    if key not in _MODELS:
+        torch.manual_seed(0)
+        model = build_model(BY_NAME[name].arch, [*BASE_WIDTHS, *BY_NAME[name].flags, "--dropout", "0"])
+        with torch.no_grad():
+            for pname, p in model.named_parameters():
+                if pname.endswith(("gate_h", "gate_c")):
+                    p.normal_(std=0.5)  # ctxsan's gates start at zero
+        _MODELS[key] = model.to(device="cuda", dtype=DTYPES[dtype]).eval()
+    return _MODELS[key]
+
+
+def _backend(name):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    chosen = {"flash": SDPBackend.FLASH_ATTENTION, "mem_efficient": SDPBackend.EFFICIENT_ATTENTION,
+              "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[name]
+    return sdpa_kernel([chosen, SDPBackend.MATH] if chosen != SDPBackend.MATH else [chosen])
+
+
+def _cuda(batch):
+    src, src_lengths, prev, tgt_lengths, kwargs = batch
+    return src.cuda(), src_lengths.cuda(), prev.cuda(), tgt_lengths, {k: v.cuda() for k, v in kwargs.items()}
+
+
+def _probs(logits):
+    return torch.softmax(logits.float(), dim=-1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("name", NAMES)
+def test_contract_on_cuda(name, dtype, backend):
+    model = _model(name, dtype)
+    pad = model.encoder.dictionary.pad()
+    tol = TOLERANCE[dtype]
+    with _backend(backend), torch.no_grad():
+        # padding: each sentence alone equals it in the padded batch
+        src, src_lengths, prev, tgt_lengths, kwargs = _cuda(_batch(model))
+        batched = _probs(model(src, src_lengths, prev, **kwargs)[0])
+        for i, n in enumerate(tgt_lengths):
+            one, lengths, one_prev, ctx = _row(i, src, src_lengths, prev, n, kwargs, pad)
+            alone = _probs(model(one, lengths, one_prev, **ctx)[0])
+            assert float((batched[i, :n] - alone[0]).abs().max()) <= tol, f"sentence {i}"
+        # incremental decoding = full forward, with a beam reorder half-way
+        # (fairseq's encoder-attention caches are per sentence: dropped after
+        # a reorder that mixes sentences, as test_contract explains)
+        src, src_lengths, prev, tgt_lengths, kwargs = _cuda(_batch(model, seed=1))
+        real = torch.arange(prev.size(1))[None, :] < torch.tensor(tgt_lengths)[:, None]  # B x T
+        full = _probs(model(src, src_lengths, prev, **kwargs)[0]).cpu()
+        enc = _encode(model, src, src_lengths, kwargs)
+        state = {}
+        steps = _probs(_decode(model, enc, prev, state, 0, STEPS)).cpu()
+        first = real[:, :STEPS]
+        assert float((steps[first] - full[:, :STEPS][first]).abs().max()) <= tol
+        order = ORDER.cuda()
+        model.decoder.reorder_incremental_state_scripting(state, order)
+        enc = model.encoder.reorder_encoder_out(enc, order)
+        for key in _encoder_attention_keys(model):
+            state.pop(key, None)
+        rest = _probs(_decode(model, enc, prev.index_select(0, order), state, STEPS, prev.size(1))).cpu()
+        later = real[ORDER, STEPS:]
+        assert float((rest[later] - full[ORDER, STEPS:][later]).abs().max()) <= tol
+        if dtype == "fp32":
+            _beam_alone_equals_batch(model)
+
+
+def _beam_alone_equals_batch(model):
+    from fairseq.sequence_generator import SequenceGenerator
+
+    d = model.encoder.dictionary
+    gen = SequenceGenerator([model], d, beam_size=2, max_len_b=8)
+    src, src_lengths, _, _, kwargs = _cuda(_batch(model, seed=2))
+    batched = gen.generate([model], {"net_input": {"src_tokens": src, "src_lengths": src_lengths, **kwargs}})
+    for i in range(src.size(0)):
+        one, lengths, _, ctx = _row(i, src, src_lengths, src, 1, kwargs, d.pad())
+        alone = gen.generate([model], {"net_input": {"src_tokens": one, "src_lengths": lengths, **ctx}})[0][0]
+        assert torch.equal(batched[i][0]["tokens"], alone["tokens"]), i
+        assert math.isclose(float(batched[i][0]["score"]), float(alone["score"]), abs_tol=1e-4), i
+
+
+# ---------------------------------------------------------------- fairseq's commands on the GPU
+
+SMALL = ("--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "128",
+         "--decoder-embed-dim", "128", "--encoder-ffn-embed-dim", "512", "--decoder-ffn-embed-dim", "512",
+         "--encoder-attention-heads", "4", "--decoder-attention-heads", "4")
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+@pytest.mark.parametrize("name", NAMES)
+def test_train_then_generate_every_sentence(name, precision, doc_corpus, tmp_path):
+    """50 updates through fairseq-train's parser and main (``--bf16`` must
+    not turn into ``--tpu`` on a CUDA machine), then fairseq-generate."""
+    from fairseq import options
+    from fairseq_cli import generate as fairseq_generate
+    from fairseq_cli import train as fairseq_train
+
+    variant = BY_NAME[name]
+    data_bin = str(doc_corpus[1])
+    cfg = _cli_args(options.get_training_parser(), [
+        data_bin, "--user-dir", USER_DIR, "--arch", variant.arch, *SMALL, *variant.flags, *variant.task,
+        f"--{precision}", "--optimizer", "adam", "--lr", "0.001", "--lr-scheduler", "inverse_sqrt",
+        "--warmup-updates", "10", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+        "--max-tokens", "500", "--max-update", "50", "--save-dir", tmp_path / "ckpt", "--no-progress-bar",
+        "--num-workers", "0", "--seed", "1", "--no-epoch-checkpoints", "--required-batch-size-multiple", "1",
+        "--no-save-optimizer-state", "--disable-validation",
+    ])
+    assert not cfg.common.tpu and not cfg.common.cpu
+    fairseq_train.main(cfg)
+    cfg = _cli_args(options.get_generation_parser(), [
+        data_bin, "--user-dir", USER_DIR, "--path", tmp_path / "ckpt" / "checkpoint_last.pt", "--gen-subset",
+        "test", "--beam", "4", "--max-len-b", "20", "--batch-size", "8", f"--{precision}",
+        "--required-batch-size-multiple", "1", "--results-path", tmp_path / "gen", *variant.task,
+    ])
+    fairseq_generate.main(cfg)
+    hyps, srcs = parse_generate((tmp_path / "gen" / "generate-test.txt").read_text())
+    assert sorted(hyps) == list(range(14)) == sorted(srcs)
+    assert all(math.isfinite(score) for _, score in hyps.values())
