@@ -217,7 +217,8 @@ def test_later_rounds_must_run_the_first_rounds_batches(monkeypatch):
         return types.SimpleNamespace(returncode=0, stderr="",
                                      stdout="BENCHMARK_JSON " + json.dumps(child_output) + "\n")
     monkeypatch.setattr(bench.subprocess, "run", fake_run)
-    opts = types.SimpleNamespace(size="tiny", device="cpu", precision="fp32", max_tokens=400, train_updates=2,
+    opts = types.SimpleNamespace(size="tiny", device="cpu", precision="fp32", peak_tflops=0.0, max_tokens=400,
+                                 train_updates=2,
                                  warmup_updates=1, decode_sentences=10, decode_batch_size=4, beam=2,
                                  decode_length=30, max_len_a=1.2, max_len_b=10, gen_subset="valid", threads=1,
                                  clock="cpu", doc_order=True, data="data")
