@@ -243,3 +243,19 @@ def test_document_order_only_where_a_variant_can_reuse_states():
     for arch in ("transformer", "transformer_dc", "transformer_ctxsan", "transformer_gret"):
         assert not bench.reuses_sentence_states(arch), arch
     assert not bench.reuses_sentence_states("no_such_arch")  # its child reports it
+
+
+def test_mfu_is_counted_flops_per_second_over_the_gpus_datasheet_peak():
+    bench = _benchmark_module()
+    assert bench.peak_flops("NVIDIA H100 80GB HBM3", "bf16") == 989.4e12
+    assert bench.peak_flops("NVIDIA H100 PCIe", "fp16") == 756e12  # not the SXM part's peak
+    assert bench.peak_flops("NVIDIA A100-SXM4-80GB", "fp32") == 19.5e12
+    assert bench.peak_flops("Some Future GPU", "bf16") is None and bench.peak_flops(None, "fp32") is None
+    assert bench.peak_flops("Some Future GPU", "bf16", 500.0) == 500e12
+    results = {"transformer": {"peak_flops": 1e12, "train_flops_tok": 3e6, "train_tok_s": 1e5,
+                               "decode_flops_tok": 1e6, "decode_tok_s": 2e4},
+               "cpu-run": {"peak_flops": None, "train_flops_tok": 3e6, "train_tok_s": 1e5}}
+    bench.add_mfu(results)
+    assert results["transformer"]["train_mfu"] == pytest.approx(0.3)
+    assert results["transformer"]["decode_mfu"] == pytest.approx(0.02)
+    assert "train_mfu" not in results["cpu-run"]
