@@ -1,0 +1,161 @@
+"""fairseq-ctx-context-usage: CXMI against a hand computation, zero where
+the context cannot matter, and the contrastive accuracies with true,
+shuffled and no context."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from fairseq_ctx.evaluation.cxmi import LN2, bootstrap_interval, cxmi, top_pcxmi
+
+
+def test_cxmi_is_the_token_mean_of_the_log_probability_gain():
+    with_ctx = [np.log([0.5, 0.25]), np.log([0.5])]
+    without = [np.log([0.25, 0.25]), np.log([0.125])]
+    r = cxmi(with_ctx, without, samples=200, seed=3)
+    # gains: ln 2, 0, ln 4 over 3 tokens = ln 8 / 3 nats = 1 bit
+    assert r["cxmi_nats"] == pytest.approx(math.log(8) / 3)
+    assert r["cxmi_bits"] == pytest.approx(1.0)
+    assert r["tokens"] == 3 and r["sentences"] == 2
+    assert [s["sum"] for s in r["per_sentence_bits"]] == pytest.approx([1.0, 2.0])
+    assert [s["mean"] for s in r["per_sentence_bits"]] == pytest.approx([0.5, 2.0])
+    lo, hi = r["ci95_bits"]
+    assert 0.5 - 1e-9 <= lo <= 1.0 <= hi <= 2.0 + 1e-9  # resamples of {0.5/token x2, 2/token x1}
+    same = cxmi(with_ctx, with_ctx)
+    assert same["cxmi_bits"] == 0.0 and same["ci95_bits"] == [0.0, 0.0]
+    top = top_pcxmi(with_ctx, without, k=2)
+    assert [(t["sentence"], t["position"]) for t in top] == [(1, 0), (0, 0)]
+    assert [t["pcxmi_bits"] for t in top] == pytest.approx([2.0, 1.0])
+    with pytest.raises(ValueError, match="sentence 0: 2 token scores with context, 1 without"):
+        cxmi([np.zeros(2)], [np.zeros(1)])
+
+
+def test_bootstrap_interval_of_a_constant_is_the_constant():
+    assert bootstrap_interval(np.array([2.0, 4.0]), np.array([1.0, 2.0]), samples=50) == (2.0, 2.0)
+
+
+def _usage(doc_corpus, checkpoint, tmp_path, *extra):
+    from fairseq_ctx.context_usage import main
+
+    return main([str(doc_corpus[1]), "--path", str(checkpoint), "--task", "document_translation",
+                 "--context-size", "1", "--cpu", "--bootstrap", "100", "--results", str(tmp_path / "u.json"),
+                 *extra])
+
+
+@pytest.fixture(scope="module")
+def sentence_level_checkpoint(doc_corpus, tmp_path_factory):
+    """Plain transformer trained two updates under the document task (so it
+    loads with it; it ignores the context)."""
+    from fairseq_ctx.architectures import DOC_TASK, TINY_FLAGS
+    from tests.utils import train_in_process
+
+    return train_in_process(doc_corpus[1], tmp_path_factory.mktemp("doc_transformer"), "transformer",
+                            [*TINY_FLAGS, *DOC_TASK])
+
+
+def test_a_sentence_level_model_has_zero_cxmi(doc_corpus, sentence_level_checkpoint, tmp_path):
+    res = _usage(doc_corpus, sentence_level_checkpoint, tmp_path)
+    assert res["context"].startswith("ignored")
+    for c in ("none", "shuffled", "random"):
+        assert res["cxmi"][c]["cxmi_bits"] == 0.0 and res["cxmi"][c]["ci95_bits"] == [0.0, 0.0]
+    assert res["sentences"] == 14
+
+
+def _hand_logprob(model, d, src, ctx, tgt):
+    """log p(tgt | src, ctx) summed over tgt's tokens and </s>, by one forward pass."""
+    src_t = torch.tensor([d.encode_line(src, add_if_not_exist=False).tolist()])
+    tgt_t = d.encode_line(tgt, add_if_not_exist=False).long()
+    prev = torch.cat([torch.tensor([d.eos()]), tgt_t[:-1]]).unsqueeze(0)
+    kwargs = {}
+    if ctx is not None:
+        kwargs["ctx_tokens"] = torch.tensor([d.encode_line(ctx, add_if_not_exist=False).tolist()])
+        kwargs["ctx_lengths"] = torch.tensor([kwargs["ctx_tokens"].size(1)])
+    with torch.no_grad():
+        out = model(src_t, torch.tensor([src_t.size(1)]), prev, **kwargs)
+        lp = model.get_normalized_probs(out, log_probs=True)[0]
+    return float(lp.gather(-1, tgt_t.unsqueeze(-1)).sum())
+
+
+def test_context_models_cxmi_matches_a_hand_computation(doc_corpus, trained_checkpoint, tmp_path):
+    """ctxenc (two updates): per sentence, the tool's summed gain against no
+    context equals log p(y | x, previous sentence) - log p(y | x) computed by
+    hand; at a document's first sentence (no previous sentence) it is 0."""
+    from fairseq import checkpoint_utils
+
+    import fairseq_ctx
+
+    fairseq_ctx.register()
+    res = _usage(doc_corpus, trained_checkpoint("ctxenc"), tmp_path)
+    assert res["context"] == "separate input"
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(trained_checkpoint("ctxenc"))], arg_overrides={"data": str(doc_corpus[1])})
+    model, d = models[0].eval(), task.source_dictionary
+    raw = doc_corpus[0]
+    src = (raw / "test.src").read_text().splitlines()
+    tgt = (raw / "test.tgt").read_text().splitlines()
+    docs = (raw / "test.docids").read_text().splitlines()
+    per = res["cxmi"]["none"]["per_sentence_bits"]
+    gains = []
+    for i in range(len(src)):
+        first = i == 0 or docs[i] != docs[i - 1]
+        if first:
+            assert per[i]["sum"] == 0.0, i
+            continue
+        gain = _hand_logprob(model, d, src[i], src[i - 1], tgt[i]) - _hand_logprob(model, d, src[i], None, tgt[i])
+        assert per[i]["sum"] * LN2 == pytest.approx(gain, abs=1e-4), i
+        gains.append(gain)
+    assert any(abs(g) > 1e-4 for g in gains)  # the context does change this model's scores
+    n_tokens = res["tokens"]
+    assert res["cxmi"]["none"]["cxmi_nats"] == pytest.approx(sum(gains) / n_tokens, abs=1e-5)
+    assert len(res["cxmi"]["top_pcxmi_vs_none"]) == 20
+
+
+def _voita_set(doc_corpus, tmp_path):
+    """Four groups from the toy corpus: each test sentence after its
+    predecessor, the reference against the reference with its first word
+    replaced (the first candidate is true in groups 0 and 2)."""
+    import json
+
+    raw = doc_corpus[0]
+    src = (raw / "test.src").read_text().splitlines()
+    tgt = (raw / "test.tgt").read_text().splitlines()
+    s_lines, d_lines, entries = [], [], []
+    for g, i in enumerate((1, 2, 5, 6)):
+        wrong = " ".join(["W0" if tgt[i].split()[0] != "W0" else "W1"] + tgt[i].split()[1:])
+        cands = [tgt[i], wrong] if g % 2 == 0 else [wrong, tgt[i]]
+        for c in cands:
+            s_lines.append(f"{src[i - 1]} _eos {src[i]}")
+            d_lines.append(f"{tgt[i - 1]} _eos {c}")
+        entries.append({"dst": cands, "true_ind": g % 2})
+    (tmp_path / "set.src").write_text("\n".join(s_lines) + "\n")
+    (tmp_path / "set.dst").write_text("\n".join(d_lines) + "\n")
+    (tmp_path / "set.json").write_text(json.dumps(entries))
+    return ["--format", "voita", "--src", str(tmp_path / "set.src"), "--dst", str(tmp_path / "set.dst"),
+            "--json", str(tmp_path / "set.json")]
+
+
+def test_contrastive_accuracy_with_true_shuffled_and_no_context(doc_corpus, trained_checkpoint,
+                                                                sentence_level_checkpoint, tmp_path):
+    from fairseq_ctx.contrastive.command import main as contrastive_main
+
+    flags = _voita_set(doc_corpus, tmp_path)
+    plain = _usage(doc_corpus, sentence_level_checkpoint, tmp_path, *flags)["contrastive"]
+    assert plain["true"]["correct"] == plain["shuffled"]["correct"] == plain["none"]["correct"]
+    ctx = _usage(doc_corpus, trained_checkpoint("ctxenc"), tmp_path, *flags)["contrastive"]
+    # the true context: what fairseq-ctx-contrastive reports for the same set
+    alone = contrastive_main([str(doc_corpus[1]), "--path", str(trained_checkpoint("ctxenc")), "--cpu", *flags])
+    assert ctx["true"]["correct"] == alone["correct"] and ctx["true"]["groups"] == 4
+    assert {ctx[k]["groups"] for k in ("shuffled", "none")} == {4}
+
+
+def test_the_shuffled_contrastive_contexts_are_a_derangement():
+    from fairseq_ctx.context_usage import _deranged_groups
+    from fairseq_ctx.contrastive.groups import Candidate, Group
+
+    groups = [Group([Candidate("s", "t", [f"c{i}"], target_context=[f"d{i}"])] * 2, 0) for i in range(7)]
+    out = _deranged_groups(groups, seed=5)
+    got = [g.candidates[0].source_context[0] for g in out]
+    assert sorted(got) == [f"c{i}" for i in range(7)] and all(got[i] != f"c{i}" for i in range(7))
+    assert all(g.candidates[1].target_context[0] == "d" + g.candidates[1].source_context[0][1:] for g in out)
+    assert got == [g.candidates[0].source_context[0] for g in _deranged_groups(groups, seed=5)]
