@@ -416,3 +416,14 @@ def test_pilot_chooses_the_shortest_budget_whose_double_gains_under_one_percent(
     # a missing rung leaves the pair out
     (tmp_path / "pilot-2000" / "train.done").unlink()
     assert pilot_choice(str(tmp_path))[0] is None
+
+
+def test_a_run_at_a_budget_of_its_own():
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import settings_of
+
+    run = by_name(["transformer_ctxenc@1000"])[0]
+    assert (run.name, run.arch, run.uses_context, settings_of(run).budget) == (
+        "transformer_ctxenc-1000", "transformer_ctxenc", True, 1000)
+    with pytest.raises(SystemExit, match="unknown run"):
+        by_name(["nope@1000"])

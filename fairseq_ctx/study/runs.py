@@ -175,6 +175,12 @@ def by_name(names=None) -> List[Run]:
         m = re.fullmatch(r"pilot-(\d+)", n)
         if m and int(m.group(1)) > 0:
             known[n] = pilot_run(int(m.group(1)))
+        # RUN@N: that run at a budget of N updates (its own directory, RUN-N)
+        m = re.fullmatch(r"(.+)@(\d+)", n)
+        if m and m.group(1) in known and int(m.group(2)) > 0 and not known[m.group(1)].warm_start:
+            budget = int(m.group(2))
+            known[n] = replace(known[m.group(1)], name=f"{m.group(1)}-{budget}", budget=budget,
+                               label=f"{known[m.group(1)].label}, {budget} updates")
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"study: error: --runs: unknown run(s) {', '.join(unknown)}; "
