@@ -74,6 +74,16 @@ def run_pilot(opts, selected, bin_dir, user_dir):
              f"({row['cpu_minutes']} CPU min, {row['device']}){gain}")
     echo(f"[pilot] budget: {choice} updates" if choice else "[pilot] no budget yet: no finished pair of budgets B, "
          "2B where 2B improves the final validation loss by less than 1%")
+    if rows:
+        path = os.path.splitext(opts.results)[0] + "-pilot.json"
+        with open(path + ".part", "w") as f:
+            json.dump({"rule": f"the shortest budget B whose double improves the final validation loss by less "
+                               f"than {study_runs.PILOT_GAIN:.0%} (relative)",
+                       "schedule": " ".join(opts.settings.with_budget(rows[0]["budget"]).schedule()),
+                       "size": list(opts.settings.size), "recipe": list(opts.settings.recipe),
+                       "runs": rows, "budget": choice}, f, indent=1)
+        os.replace(path + ".part", path)
+        echo(f"[pilot] written: {path}")
 
 
 def train_in_parallel(argv, jobs: int):
