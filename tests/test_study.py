@@ -176,7 +176,8 @@ def test_each_seed_is_paired_with_its_own_baseline():
     from fairseq_ctx.study.report import paired_by_seed
     from fairseq_ctx.study.runs import baseline_of
 
-    assert (baseline_of(1), baseline_of(2), baseline_of(3)) == ("transformer", "transformer-seed2", None)
+    assert (baseline_of(1), baseline_of(2), baseline_of(3), baseline_of(4)) == (
+        "transformer", "transformer-seed2", "transformer-seed3", None)
     refs = [f"the king saw his son number {i} ." for i in range(40)]
     worse = [r.replace("son", "father") for r in refs]
     records = [{"name": "transformer", "seed": 1}, {"name": "transformer_ctxenc", "seed": 1},
@@ -427,3 +428,14 @@ def test_a_run_at_a_budget_of_its_own():
         "transformer_ctxenc-1000", "transformer_ctxenc", True, 1000)
     with pytest.raises(SystemExit, match="unknown run"):
         by_name(["nope@1000"])
+
+
+def test_the_capacity_matched_baseline_trains_wider_and_decodes_like_the_baseline(tmp_path):
+    from fairseq_ctx.study.runs import WIDE, by_name
+    from fairseq_ctx.study.train import train_command
+
+    wide = by_name(["transformer-wide-seed2"])[0]
+    cmd = train_command("BIN", "USER", str(tmp_path), wide, 1)
+    last = len(cmd) - 1 - cmd[::-1].index("--encoder-ffn-embed-dim")  # argparse keeps the last value
+    assert cmd[last + 1] == "768" and WIDE[1] == WIDE[3] == "768"
+    assert wide.seed == 2 and "--encoder-ffn-embed-dim" not in wide.task_flags  # generate takes no model flags

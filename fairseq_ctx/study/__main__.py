@@ -28,7 +28,7 @@ def parse_args(argv=None):
     p.add_argument("--data", default=os.path.join(REPO, "data", "bible"),
                    help="Bible corpus from scripts/prepare-bible.sh (raw/, spm/ and bin/ inside)")
     p.add_argument("--out", default=os.path.join(REPO, "runs", "study"), help="checkpoints and logs")
-    p.add_argument("--results", default=os.path.join(REPO, "benchmarks", "study-bible.json"),
+    p.add_argument("--results", default=os.path.join(REPO, "benchmarks", "study-bible-budget.json"),
                    help="results JSON; figures go to the directory of the same name without .json")
     p.add_argument("--runs", nargs="+", help="only these runs (default: all, in order): "
                    + ", ".join(r.name for r in study_runs.RUNS))

@@ -119,27 +119,35 @@ def _read(path: str) -> List[str]:
         return [line.rstrip("\n") for line in f]
 
 
+def write_voita(items: Sequence[Dict], true_inds: Sequence[int], out_dir: str, meta_keys: Sequence[str],
+                separator: str = "_eos"):
+    """Write ``items`` (dicts with src_prev, src, ref_prev, ref, contrast) as
+    a Voita-format set ``out_dir/pronouns.{src,dst,json}``: one group of two
+    candidates per item, the reference at ``true_inds[k]``; each group's JSON
+    entry carries ``dst``, ``true_ind`` and the item's ``meta_keys``."""
+    os.makedirs(out_dir, exist_ok=True)
+    groups, src_lines, dst_lines = [], [], []
+    for item, true_ind in zip(items, true_inds):
+        dst = [item["contrast"], item["contrast"]]
+        dst[true_ind] = item["ref"]
+        for cand in dst:
+            src_lines.append(f"{item['src_prev']} {separator} {item['src']}")
+            dst_lines.append(f"{item['ref_prev']} {separator} {cand}")
+        groups.append({"dst": dst, "true_ind": true_ind, **{k: item[k] for k in meta_keys}})
+    for name, lines in (("pronouns.src", src_lines), ("pronouns.dst", dst_lines)):
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in lines)
+    with open(os.path.join(out_dir, "pronouns.json"), "w", encoding="utf-8") as f:
+        json.dump(groups, f, ensure_ascii=False, indent=0)
+
+
 def build(raw_dir: str, out_dir: str, splits: Sequence[str] = ("valid", "test"), separator: str = "_eos") -> Dict:
     """Write the set (pronouns.{src,dst,json}) and return counts per class."""
     items = []
     for split in splits:
         base = os.path.join(raw_dir, split)
         items += mine(_read(base + ".es"), _read(base + ".en"), _read(base + ".docids"), split)
-    os.makedirs(out_dir, exist_ok=True)
-    groups, src_lines, dst_lines = [], [], []
-    for k, item in enumerate(items):
-        true_ind = k % 2
-        dst = [item["contrast"], item["contrast"]]
-        dst[true_ind] = item["ref"]
-        for cand in dst:
-            src_lines.append(f"{item['src_prev']} {separator} {item['src']}")
-            dst_lines.append(f"{item['ref_prev']} {separator} {cand}")
-        groups.append({"dst": dst, "true_ind": true_ind, "class": item["class"], "where": item["where"]})
-    for name, lines in (("pronouns.src", src_lines), ("pronouns.dst", dst_lines)):
-        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
-            f.writelines(line + "\n" for line in lines)
-    with open(os.path.join(out_dir, "pronouns.json"), "w", encoding="utf-8") as f:
-        json.dump(groups, f, ensure_ascii=False, indent=0)
+    write_voita(items, [k % 2 for k in range(len(items))], out_dir, ("class", "where"), separator)
     counts = {g: sum(1 for item in items if item["class"] == g) for g in GENDER_WORDS}
     return {"groups": len(items), "by_class": counts}
 

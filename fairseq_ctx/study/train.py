@@ -145,7 +145,7 @@ def params_from_logs(out: str, run: Run) -> int:
 def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
                   settings: Settings = STUDY) -> List[str]:
     cmd = [sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", user_dir, "--arch", run.arch,
-           *settings.size, *settings.recipe, *settings.schedule(), *run.task_flags, "--seed", str(run.seed),
+           *settings.size, *settings.recipe, *settings.schedule(), *run.task_flags, *run.model_flags, "--seed", str(run.seed),
            *(["--cpu"] if settings.device == "cpu" else []),
            "--save-dir", run_dir(out, run), "--max-epoch", str(epoch)]
     if run.warm_start:
