@@ -44,7 +44,7 @@ become ``<unk>``) are scored once, so they tie exactly.
 How the context reaches the model is the task's business
 (``DocumentTranslationTask.build_context_dataset`` / ``model_input``): the
 newest ``--context-size`` context sentences (all when a group has fewer) go
-to a context-aware architecture (``transformer_ctxenc``) as ``ctx_tokens``,
+to a context-aware architecture as ``ctx_tokens``,
 are glued to the source with the separator when the task has
 ``--concat-context``, and are dropped for a sentence-level model (or a
 checkpoint trained with ``--task translation``).  A model trained with
@@ -836,7 +836,7 @@ def score_groups(scorer, groups: Sequence[Group]) -> List[np.ndarray]:
 
 EXAMPLES = """examples:
   # a model on Voita et al.'s deixis set (context size and task from the checkpoint)
-  fairseq-ctx-contrastive data/bin --path runs/ctxenc/checkpoint_best.pt --format voita \\
+  fairseq-ctx-contrastive data/bin --path runs/doc/checkpoint_best.pt --format voita \\
       --src deixis_dev.src --dst deixis_dev.dst --json deixis_dev.json \\
       --bpe sentencepiece --sentencepiece-model spm.model --results deixis.json
   # scores made elsewhere (losses, one per candidate line), no model
@@ -1035,8 +1035,10 @@ def main(argv=None):
                            "(--tgt-context for contrapro/bawden text files)")
         scores = score_groups(scorer, groups)
         res = evaluate(groups, scores, ties=args.ties, tolerance=args.tie_tolerance)
-        mode = ("concatenated to the source" if getattr(task.cfg, "concat_context", False) else
-                "separate input" if getattr(task, "model_accepts_context", False) else "ignored")
+        from fairseq_ctx.data.context_input import input_mode
+
+        mode = {"concat": "concatenated to the source", "separate": "separate input",
+                "none": "ignored"}[input_mode(task.cfg, models)]
         if target_context_size:
             mode += ", target context as a forced decoder prefix"
         res.update(format=args.format, path=args.path, context_size=context_size, context=mode,

@@ -5,7 +5,7 @@ or plain ``--task translation``).
 ::
 
     from fairseq_ctx import hub
-    model = hub.from_pretrained("runs/ctxenc/checkpoint_best.pt", data_name_or_path="data/bible/bin",
+    model = hub.from_pretrained("runs/doc/checkpoint_best.pt", data_name_or_path="data/bible/bin",
                                 bpe="sentencepiece", sentencepiece_model="data/bible/spm/spm.model")
     model.translate(["Y dijo Dios.", ""], context=["En el principio creó Dios los cielos y la tierra.", None])
     model.translate_document(["En el principio ...", "Y la tierra ...", "Y dijo Dios ..."])
@@ -36,10 +36,11 @@ caller's configuration, generation keyword arguments such as ``beam``,
   binarized with one document id per document.  Empty strings inside a
   document are not sentences: they get ``""`` and are skipped as context.
 
-How the context reaches the model is the task's rule: separate
-``ctx_tokens`` for context-aware architectures (``transformer_ctxenc``), glued
-to the source with ``<sep>`` under ``--concat-context``, ignored by a
-sentence-level model (and by any checkpoint of plain ``--task translation``).
+How the context reaches the model is the task's rule
+(:func:`fairseq_ctx.data.context_input.input_mode`): separate ``ctx_tokens``
+for context-aware architectures, glued to the source with ``<sep>`` under
+``--concat-context``, ignored by a sentence-level model (and by any
+checkpoint of plain ``--task translation``).
 Batches are sorted by source length and bounded by the configuration's
 ``max_tokens``/``batch_size`` (the checkpoint's unless overridden), as
 ``fairseq-generate`` batches; with source-side context every sentence's input
@@ -55,8 +56,12 @@ translated, so documents are decoded in rounds: round ``i`` batches the
 ``i``-th sentence of every document (sorted by length, cut by
 ``max_tokens``/``batch_size``), after round ``i-1``.  :meth:`translate` takes
 the previous translations explicitly (``target_context=``); without them the
-model writes the previous sentence itself, as in ``fairseq-generate``.
+model writes the previous sentence itself, as in ``fairseq-generate``.  The
+rounds are decoded by the task's
+:class:`~fairseq_ctx.tasks.document_decoding.DocumentDecoding`, as
+fairseq-interactive's buffers are.
 """
+import contextlib
 import copy
 import logging
 import os
@@ -65,19 +70,14 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 from fairseq import utils
-from fairseq.data import LanguagePairDataset
 from fairseq.hub_utils import GeneratorHubInterface
 from omegaconf import open_dict
 
-from fairseq_ctx.data.document_context_dataset import (
-    DocumentContextDataset,
-    PreviousTranslations,
-    compute_context_index,
-    document_positions,
-    generator_max_len,
-)
+from fairseq_ctx.data.context_input import input_mode, sentence_dataset
+from fairseq_ctx.data.document_context_dataset import PreviousTranslations, document_positions, explicit_index
+from fairseq_ctx.data.split_context import document_index
 from fairseq_ctx.errors import ConfigError
-from fairseq_ctx.tasks.document_translation import DocumentTranslationTask, accepts_context
+from fairseq_ctx.tasks.document_translation import DocumentTranslationTask
 
 logger = logging.getLogger(__name__)
 
@@ -126,13 +126,7 @@ class DocumentHubInterface(GeneratorHubInterface):
     def __init__(self, cfg, task, models):
         super().__init__(cfg, task, models)
         self.document_task = isinstance(task, DocumentTranslationTask)
-        if self.document_task:
-            if task.cfg.concat_context:
-                self.context_input = "concat"
-            else:
-                self.context_input = "separate" if accepts_context(self.models[0]) else "none"
-        else:
-            self.context_input = "none"
+        self.context_input = input_mode(task.cfg, self.models)
 
     # ------------------------------------------------------------ context
     @property
@@ -149,9 +143,7 @@ class DocumentHubInterface(GeneratorHubInterface):
         file."""
         if self.context_input == "none":
             return np.zeros((len(docids), 0), dtype=np.int64)
-        cfg = self.task.cfg
-        return compute_context_index(docids, cfg.context_size, cfg.context_mode, seed=cfg.context_seed,
-                                     shuffle=cfg.shuffle_context)
+        return document_index(docids, self.task.cfg)
 
     @property
     def target_context(self) -> bool:
@@ -169,27 +161,13 @@ class DocumentHubInterface(GeneratorHubInterface):
         by round, decoding with previous translations as the forced prefix
         (see :meth:`document_dataset`).  Built fresh on every call: nothing
         is remembered."""
-        sources = list(sources)
-        lengths = np.array([len(t) for t in sources], dtype=np.int64)
         if not self.document_task:
-            return self.task.build_dataset_for_inference(sources, torch.from_numpy(lengths))
-        cfg = self.task.cfg
-        pair = LanguagePairDataset(sources, lengths, self.src_dict, tgt_dict=self.tgt_dict,
-                                   left_pad_source=cfg.left_pad_source, left_pad_target=cfg.left_pad_target,
-                                   shuffle=False)
+            sources = list(sources)
+            return self.task.build_dataset_for_inference(sources, torch.tensor([len(t) for t in sources]))
         if context_index is None or pool is None:
-            context_index, pool = np.zeros((len(sources), 0), dtype=np.int64), []
-        pool = list(pool)
-        pool_sizes = np.array([len(t) for t in pool], dtype=np.int64)
-        return DocumentContextDataset(pair, context_index, pool, pool_sizes, self.task.sep,
-                                      input_mode=self.context_input, max_context_tokens=cfg.max_source_positions,
-                                      rounds=rounds, translations=translations)
-
-    def _previous_translations(self, index: np.ndarray, pool, sources, slots=None) -> PreviousTranslations:
-        limit = self.max_positions[1] if isinstance(self.max_positions, tuple) else None
-        return PreviousTranslations(index, pool, self.task.tgt_sep, self.tgt_dict.eos(), self.tgt_dict.pad(),
-                                    slots=slots, max_tokens=limit,
-                                    reserve=np.array([len(t) for t in sources], dtype=np.int64))
+            context_index, pool = None, ()
+        return sentence_dataset(self.task, sources, self.context_input, context_index, pool, rounds=rounds,
+                                translations=translations)
 
     def document_dataset(self, sources: Sequence[torch.Tensor], docids: Sequence):
         """The dataset of sentences ``sources`` of the documents ``docids``
@@ -207,23 +185,10 @@ class DocumentHubInterface(GeneratorHubInterface):
         if cfg.context_mode != "previous" or cfg.shuffle_context:
             raise ConfigError("a --target-context model is decoded with its previous translations: it needs "
                               "--context-mode previous without --shuffle-context")
-        translations = self._previous_translations(index, [None] * len(sources), sources,
-                                                   slots=np.arange(len(sources)))
+        translations = self.task.documents.translations(index, [None] * len(sources), sources,
+                                                        slots=np.arange(len(sources)))
         return self.context_dataset(sources, index, sources, rounds=document_positions(docids),
                                     translations=translations)
-
-    @staticmethod
-    def _explicit_index(contexts: Sequence[Sequence[torch.Tensor]]) -> Tuple[np.ndarray, List[torch.Tensor]]:
-        """Index matrix and pool for explicit per-sentence contexts (oldest
-        first, right-aligned rows, ``-1`` in front)."""
-        width = max((len(c) for c in contexts), default=0)
-        counts = np.array([len(c) for c in contexts], dtype=np.int64)
-        pool = [t for c in contexts for t in c]
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if len(counts) else counts
-        cols = np.arange(width, dtype=np.int64)[None, :]
-        first = width - counts[:, None]  # first filled column of each row
-        index = np.where(cols >= first, starts[:, None] + cols - first, -1)
-        return index.reshape(len(contexts), width).astype(np.int64), pool
 
     # --------------------------------------------------------- generation
     def build_generator(self, prefix_allowed_tokens_fn=None, **overrides):
@@ -246,22 +211,16 @@ class DocumentHubInterface(GeneratorHubInterface):
         decoded with each row's previous translations as the forced prefix,
         and each batch's best hypotheses are recorded for the batches after
         it."""
-        translations = getattr(dataset, "translations", None)
         itr = self.task.get_batch_iterator(
             dataset=dataset, max_tokens=self.cfg.dataset.max_tokens, max_sentences=self.cfg.dataset.batch_size,
             max_positions=self.max_positions, ignore_invalid_inputs=skip_invalid_size_inputs,
             required_batch_size_multiple=1, disable_iterator_cache=True).next_epoch_itr(shuffle=False)
-        for batch in itr:
-            batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
-            ids = batch["id"].tolist()
-            step_args = dict(inference_step_args or {})
-            if translations is not None:
-                step_args["prefix_tokens"] = translations.prefix_tokens(
-                    ids, device=self.device, max_len=generator_max_len(generator, batch["net_input"]["src_tokens"]))
-            hypos = self.task.inference_step(generator, self.models, batch, **step_args)
-            if translations is not None:
-                translations.record(ids, hypos)
-            yield ids, hypos, batch
+        rounds = self.task.documents.decoding(dataset) if self.document_task else contextlib.nullcontext()
+        with rounds:
+            for batch in itr:
+                batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+                hypos = self.task.inference_step(generator, self.models, batch, **(inference_step_args or {}))
+                yield batch["id"].tolist(), hypos, batch
 
     def generate(self, tokenized_sentences, beam: Optional[int] = None, verbose: bool = False,
                  skip_invalid_size_inputs: bool = False, inference_step_args=None,
@@ -302,7 +261,7 @@ class DocumentHubInterface(GeneratorHubInterface):
             if self.context_input == "none" and any(len(c) for c in contexts):
                 logger.warning("this model uses no context (sentence-level architecture without "
                                "--concat-context, or --task translation): the contexts are ignored")
-            index, pool = self._explicit_index(contexts)
+            index, pool = explicit_index(contexts)
         elif docids is not None:
             if len(docids) != len(sources):
                 raise ValueError(f"{len(docids)} document ids for {len(sources)} sentences")
@@ -315,8 +274,8 @@ class DocumentHubInterface(GeneratorHubInterface):
         else:
             translations = None
             if target_contexts is not None:
-                t_index, t_pool = self._explicit_index(target_contexts)
-                translations = self._previous_translations(t_index, t_pool, sources)
+                t_index, t_pool = explicit_index(target_contexts)
+                translations = self.task.documents.translations(t_index, t_pool, sources)
             dataset = self.context_dataset(sources, index, pool, translations=translations)
         for ids, hypos, _ in self.iterate(dataset, generator, skip_invalid_size_inputs, inference_step_args):
             for i, h in zip(ids, hypos):

@@ -257,7 +257,7 @@ MUTANTS: List[Mutant] = [
            "index = np.where(inside & same_doc, index, -1)", "index = np.where(inside, index, -1)", DOC,
            "context taken across a document boundary"),
     Mutant("doc_long_context_keeps_oldest", "fairseq_ctx/data/document_context_dataset.py",
-           "out[len(out) - max_tokens:]", "out[:max_tokens]", DOC,
+           "out[len(out) - max_tokens:], sep)", "out[:max_tokens], sep)", DOC,
            "an over-long context loses its newest tokens instead of its oldest"),
     Mutant("doc_collater_ignores_sort", "fairseq_ctx/data/document_context_dataset.py",
            'context = [by_id[i] for i in batch["id"].tolist()]', 'context = [s["context"] for s in samples]', DOC,

@@ -82,8 +82,11 @@ def test_ordered_indices_equal_fairseqs(mode, shuffle):
 
     d = toy_dictionary()
     g = torch.Generator().manual_seed(0)
-    sent = lambda: torch.cat([torch.randint(d.nspecial, len(d), (int(torch.randint(1, 9, (1,), generator=g)),),  # noqa: E731
-                                            generator=g), torch.tensor([d.eos()])])
+
+    def sent():
+        n = int(torch.randint(1, 9, (1,), generator=g))
+        return torch.cat([torch.randint(d.nspecial, len(d), (n,), generator=g), torch.tensor([d.eos()])])
+
     src, tgt = [sent() for _ in range(40)], [sent() for _ in range(40)]
     index = compute_context_index([i // 5 for i in range(40)], 2)
     glued = [concat_context_source([src[j] for j in index[i] if j >= 0], src[i], d.eos(), SEP) if mode == "concat"
@@ -193,6 +196,91 @@ def test_context_is_previous_sentence_across_shuffled_batches(data, concat, size
     assert seen == set(range(len(ds)))
     assert orders != sorted(orders)  # batches really came shuffled
     assert sum(1 for i in range(len(ds)) if i == 0 or docids[i] != docids[i - 1]) > 10
+
+
+@pytest.fixture(scope="module")
+def explicit(data, tmp_path_factory):
+    """The data with an explicit context file for 'valid' instead of its
+    docids: line i's context is another line of the split (i + 5), none on
+    every fourth line; returns (bin dir, context lines)."""
+    from fairseq.data import Dictionary, indexed_dataset
+
+    raw, bin_dir = data
+    out = tmp_path_factory.mktemp("explicit") / "bin"
+    shutil.copytree(bin_dir, out)
+    (out / "valid.src-tgt.docids").unlink()
+    lines = (raw / "valid.src").read_text().splitlines()
+    ctx = ["" if i % 4 == 0 else lines[(i + 5) % len(lines)] for i in range(len(lines))]
+    d = Dictionary.load(str(out / "dict.src.txt"))
+    prefix = str(out / "valid.src-tgt.context.src")
+    builder = indexed_dataset.make_builder(prefix + ".bin", impl="mmap", vocab_size=len(d))
+    for c in ctx:
+        builder.add_item(d.encode_line(c, add_if_not_exist=False, append_eos=True))
+    builder.finalize(prefix + ".idx")
+    return out, ctx
+
+
+CONTEXT_MODES = {"previous": [], "next": ["--context-mode", "next"], "random": ["--context-mode", "random"],
+                 "shuffled": ["--shuffle-context"], "none": ["--context-size", "0"]}
+
+
+def _contexts(bin_dir, flags, concat=True):
+    """Context of every sentence of 'valid' as the task gives it (text,
+    '' for none), and (``concat``) the task's glued sources with
+    --concat-context."""
+    task = setup(bin_dir, flags)
+    task.load_dataset("valid")
+    ds, d = task.dataset("valid"), task.source_dictionary
+    if not concat:
+        return [d.string(ds[i]["context"]) for i in range(len(ds))]
+    glued = setup(bin_dir, [*flags, "--concat-context"])
+    glued.load_dataset("valid")
+    return ([d.string(ds[i]["context"]) for i in range(len(ds))],
+            [d.string(glued.dataset("valid")[i]["source"]) for i in range(len(ds))])
+
+
+@pytest.mark.parametrize("mode", list(CONTEXT_MODES))
+@pytest.mark.parametrize("source", ["docids", "file"])
+def test_every_context_mode_on_every_context_source(data, explicit, source, mode):
+    """Which context each sentence of a split receives, for every context
+    mode on both context sources (a docids file, an explicit context file),
+    compared with the context written out by hand from the raw text; the
+    glued source of --concat-context carries the same context."""
+    raw = data[0]
+    lines = (raw / "valid.src").read_text().splitlines()
+    docids = (raw / "valid.docids").read_text().splitlines()
+    n = len(lines)
+    bin_dir, file_ctx = (data[1], None) if source == "docids" else explicit
+    if source == "docids":
+        previous = [lines[i - 1] if i > 0 and docids[i - 1] == docids[i] else "" for i in range(n)]
+    else:
+        previous = file_ctx
+    if source == "file" and mode == "next":
+        with pytest.raises(ValueError, match="^--context-mode next needs documents.*valid.src-tgt.context.src"):
+            _contexts(bin_dir, CONTEXT_MODES[mode])
+        return
+    got, glued = _contexts(bin_dir, CONTEXT_MODES[mode])
+    assert glued == [f"{c} <sep> {s}" if c else s for c, s in zip(got, lines)]
+    if mode == "previous":
+        assert got == previous
+    elif mode == "next":
+        assert got == [lines[i + 1] if i + 1 < n and docids[i + 1] == docids[i] else "" for i in range(n)]
+    elif mode == "none":
+        assert got == [""] * n
+    elif mode == "random":
+        # another sentence of the split (from either source: the sources, not the context file),
+        # not all from the sentence's own document, fixed by the seed and changed by it
+        assert all(c in lines[:i] + lines[i + 1:] for i, c in enumerate(got))
+        assert any(c not in [s for s, d in zip(lines, docids) if d == docids[i]] for i, c in enumerate(got))
+        assert _contexts(bin_dir, CONTEXT_MODES[mode], concat=False) == got
+        assert _contexts(bin_dir, [*CONTEXT_MODES[mode], "--context-seed", "9"], concat=False) != got
+    else:  # shuffled: the same contexts handed out again, none to its own sentence
+        unique = {c for c in previous if c and previous.count(c) == 1}
+        assert len(unique) >= n // 2
+        for seed in range(2, 10):
+            assert sorted(got) == sorted(previous) and got != previous
+            assert not [i for i in range(n) if previous[i] in unique and got[i] == previous[i]], seed
+            got = _contexts(bin_dir, [*CONTEXT_MODES[mode], "--context-seed", str(seed)], concat=False)
 
 
 def test_bad_data(data, tmp_path):
@@ -332,7 +420,7 @@ def test_sentence_level_model_ignores_context(data):
     task.load_dataset("valid")
     assert task.dataset("valid").input_mode == "separate"
     model = task.build_model(args)
-    assert task.model_accepts_context is False
+    assert task.context_input == "none"
     assert task.dataset("valid").input_mode == "none"
     batch = task.dataset("valid").collater([task.dataset("valid")[i] for i in range(4)])
     assert "ctx_tokens" not in batch["net_input"]
@@ -360,3 +448,19 @@ def test_read_docids_counts_newlines_only(tmp_path):
     path = tmp_path / "x.docids"
     path.write_text("Genesis\u2028 1\r\nGenesis 2\n", encoding="utf-8")
     assert DocumentTranslationTask.read_docids(str(path), 2).tolist() == ["Genesis\u2028 1", "Genesis 2"]
+
+
+def test_context_owners_name_no_architecture():
+    """The task, its decoding, the context rule, the hub and the contrastive
+    scorer work for any architecture: none imports a model's module or
+    names an architecture (a model joins through ``accepts_context`` and
+    fairseq's hooks)."""
+    import importlib
+    import inspect
+
+    for name in ("fairseq_ctx.tasks.document_translation", "fairseq_ctx.tasks.document_decoding",
+                 "fairseq_ctx.data.context_input", "fairseq_ctx.data.split_context", "fairseq_ctx.hub",
+                 "fairseq_ctx.contrastive"):
+        source = inspect.getsource(importlib.import_module(name))
+        found = re.findall(r"fairseq_ctx\.model[s]?\b|fairseq_ctx\.modules|\b(?:ctxenc|ctxsan|gret|dc)\b", source)
+        assert not found, (name, found)

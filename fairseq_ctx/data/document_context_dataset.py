@@ -18,7 +18,7 @@ none.
 
 Token layout (``<sep>`` is the task's separator symbol, ``</s>`` EOS)::
 
-    context   (ctxenc):  c_1 <sep> c_2 <sep> ... c_k </s>      empty: </s>
+    context (separate):  c_1 <sep> c_2 <sep> ... c_k </s>      empty: </s>
     concatenated source: c_1 <sep> ... c_k <sep> s_1 ... s_m </s>   empty: source
 
 With a target pool (``--concat-context --target-context``, the 2-to-2
@@ -39,9 +39,10 @@ Batching: ``--max-tokens`` counts source and target tokens as in
 context is not counted, so a context-aware model and the sentence-level
 baseline get the same batches.
 
-The same machinery serves explicit contexts (contrastive scoring, interactive
-translation): :meth:`DocumentContextDataset.from_explicit` takes per-sentence
-lists of context token tensors.
+The same machinery serves explicit contexts (contrastive scoring, the hub):
+:func:`explicit_index` lays out per-sentence lists of context token tensors
+as a context index (:func:`fairseq_ctx.data.context_input.sentence_dataset`
+builds the dataset).
 
 Decoding a 2-to-2 model with its own previous translations as the target
 context (:class:`PreviousTranslations`): sentence ``i`` of a document can be
@@ -133,6 +134,23 @@ def derange(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         order = rng.permutation(n)
         if not (order == positions).any():
             return rows[order]
+
+
+def explicit_index(contexts: Sequence[Sequence[torch.Tensor]]):
+    """``(index, pool)`` of explicitly given contexts (``contexts[i]``: item
+    ``i``'s sentences, oldest first, maybe none): the pool is the sentences
+    in order, and row ``i`` of the ``len(contexts) x N`` index (``N`` the
+    longest context) holds the pool positions of item ``i``'s sentences,
+    right-aligned (column ``-1`` is every item's newest sentence), ``-1`` in
+    front, as :func:`compute_context_index` lays out a document's."""
+    counts = np.array([len(c) for c in contexts], dtype=np.int64)
+    width = int(counts.max()) if len(counts) else 0
+    pool = [t for c in contexts for t in c]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if len(counts) else counts
+    cols = np.arange(width, dtype=np.int64)[None, :]
+    first = width - counts[:, None]  # first filled column of each row
+    index = np.where(cols >= first, starts[:, None] + cols - first, -1)
+    return index.reshape(len(contexts), width).astype(np.int64), pool
 
 
 def _strip_eos(tokens: torch.Tensor, eos: int) -> torch.Tensor:
@@ -405,37 +423,6 @@ class DocumentContextDataset(FairseqDataset):
         self.last_batch = None
         self._compute_sizes()
 
-    @staticmethod
-    def _explicit_index(contexts: Sequence[Sequence[torch.Tensor]], eos: int):
-        """(index, pool, pool sizes) of per-item lists of sentences, right-aligned
-        so that column -1 is every item's newest sentence."""
-        width = max((len(c) for c in contexts), default=0)
-        pool = [t for c in contexts for t in c]
-        index = np.full((len(contexts), width), -1, dtype=np.int64)
-        start = 0
-        for i, c in enumerate(contexts):
-            index[i, width - len(c):] = np.arange(start, start + len(c))
-            start += len(c)
-        sizes = np.array([len(t) + (0 if len(t) and t[-1] == eos else 1) for t in pool], dtype=np.int64)
-        return index, pool, sizes
-
-    @classmethod
-    def from_explicit(cls, pair, contexts: Sequence[Sequence[torch.Tensor]], sep: int,
-                      target_contexts: Optional[Sequence[Sequence[torch.Tensor]]] = None, **kwargs):
-        """Wrap ``pair`` with explicitly given context sentences: ``contexts[i]``
-        is the list of context token tensors of item ``i`` (oldest first, may
-        be empty; EOS optional); ``target_contexts[i]`` likewise its target
-        context sentences (glued to the target; needs ``target_sep``)."""
-        if len(contexts) != len(pair):
-            raise ValueError(f"{len(contexts)} contexts for {len(pair)} sentences")
-        index, pool, sizes = cls._explicit_index(contexts, pair.src_dict.eos())
-        if target_contexts is not None:
-            if len(target_contexts) != len(pair):
-                raise ValueError(f"{len(target_contexts)} target contexts for {len(pair)} sentences")
-            t_index, t_pool, t_sizes = cls._explicit_index(target_contexts, pair.tgt_dict.eos())
-            kwargs.update(target_pool=t_pool, target_pool_sizes=t_sizes, target_index=t_index)
-        return cls(pair, index, pool, sizes, sep, **kwargs)
-
     # ------------------------------------------------------------------ sizes
     def _compute_sizes(self):
         index = self.context_index
@@ -468,6 +455,27 @@ class DocumentContextDataset(FairseqDataset):
                 self.tgt_sizes = np.minimum(self.tgt_sizes, np.maximum(self.max_target_tokens, tgt))
         self.sizes = (np.vstack((self.src_sizes, self.tgt_sizes)).T
                       if self.tgt_sizes is not None else self.src_sizes)
+
+    def cap_context(self, limit: int) -> int:
+        """Cap the context (``separate``) or the glued source (``concat``) at
+        ``limit`` tokens; returns how many items (not skipped) lose their
+        context's oldest tokens to the cap."""
+        if self.input_mode == "none":
+            return 0
+        if self.max_context_tokens is None or self.max_context_tokens > limit:
+            self.max_context_tokens = limit
+            self._compute_sizes()
+        index, pool_sizes = self.context_index, self.pool_sizes
+        if index.size == 0 or len(pool_sizes) == 0:
+            return 0
+        lengths = np.where(index >= 0, pool_sizes[np.clip(index, 0, None)], 0).sum(axis=1)
+        if self.input_mode == "concat":
+            cut = (lengths > 0) & (np.asarray(self.pair.src_sizes) + lengths > limit)
+        else:
+            cut = lengths > limit
+        if self.skip is not None:
+            cut &= ~self.skip
+        return int(cut.sum())
 
     # ------------------------------------------------------------------ items
     def context_sentences(self, index: int) -> List[torch.Tensor]:

@@ -31,7 +31,8 @@ not copied at every beam step (``reorder_encoder_out`` reorders them when
 present, like every other entry).  The context itself costs about one more
 encoder pass, which bounds the training speed at roughly 0.75x a plain
 transformer of the same size (measured speeds: ``docs/benchmarks.md``).
-Decoding with ``--reuse-sentence-states`` (document task) saves most of
+Decoding with ``--reuse-sentence-states`` (document task; the model sets
+up its cache in fairseq's ``prepare_for_inference_`` hook) saves most of
 it: every sentence goes through the shared layers once per run, as a
 source or as a context, whichever comes first, and its states are reused
 for the other (:mod:`fairseq_ctx.modules.ctxenc_state_cache`); a context
@@ -373,6 +374,15 @@ class TransformerCtxEncModel(TransformerModel):
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):
         return CtxEncEncoder(TransformerConfig.from_namespace(args), src_dict, embed_tokens)
+
+    def prepare_for_inference_(self, cfg):
+        """fairseq's hook before a decoding run (fairseq-generate,
+        -interactive, the hub): with the document task's
+        ``--reuse-sentence-states`` the encoder gets a cache of shared-layer
+        states for the run (:mod:`fairseq_ctx.modules.ctxenc_state_cache`)."""
+        super().prepare_for_inference_(cfg)
+        if getattr(getattr(cfg, "task", None), "reuse_sentence_states", False) and self.encoder.state_cache is None:
+            self.encoder.state_cache = SharedStateCache()
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):

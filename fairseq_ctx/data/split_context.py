@@ -1,0 +1,116 @@
+"""Where the context of a binarized split comes from: its documents (a
+``.docids`` file) or an explicit context file, read once into a context
+index.
+
+The document task reads a split's context from one of two sources beside
+its ``.bin``/``.idx`` files:
+
+* ``{split}.{src}-{tgt}.docids`` (or ``{tgt}-{src}``): one document id per
+  line; a document is a run of equal ids, and every context mode
+  (``previous``, ``next``, ``random``, ``--shuffle-context``) is computed
+  from it by :func:`~fairseq_ctx.data.document_context_dataset.compute_context_index`;
+* ``{split}.{src}-{tgt}.context.{src}`` (``.bin``/``.idx``, binarized with
+  the source dictionary): line ``i`` is sentence ``i``'s one context sentence,
+  an empty line none (Voita et al. 2018's ``.en.context``).  It has no
+  documents, so ``next`` and sizes above 1 stop with one line naming the
+  file; ``random`` draws sentences of the split as with docids, and
+  ``--shuffle-context`` deranges the rows as with docids.
+
+Either way the result is ``(index, pool, pool sizes)``: row ``i`` of the
+index holds the pool positions of sentence ``i``'s context, oldest first,
+``-1`` for none; the pool is the split's sources (docids) or the context
+file.
+"""
+import os
+from typing import Optional
+
+import numpy as np
+from fairseq.data import data_utils, indexed_dataset
+
+from fairseq_ctx.data.document_context_dataset import compute_context_index, derange
+from fairseq_ctx.errors import ConfigError, DataError, MissingFileError
+
+
+def docids_path(data_path: str, split: str, src: str, tgt: str) -> str:
+    """The split's docids file (either language order); missing: one line
+    naming the file expected."""
+    candidates = [os.path.join(data_path, f"{split}.{a}-{b}.docids") for a, b in ((src, tgt), (tgt, src))]
+    for path in candidates:
+        if os.path.exists(path):
+            return path
+    raise MissingFileError(
+        f"document_translation: no document ids for split '{split}': expected {candidates[0]} "
+        "(one document id per line of the split, beside the binarized data)")
+
+
+def read_docids(path: str, num_lines: int) -> np.ndarray:
+    """One document id per line of ``path``, which must have ``num_lines``."""
+    # split on "\n" only, like the binarizer counts lines (str.splitlines
+    # would also split on \x0b, \u2028, ...)
+    with open(path, encoding="utf-8", newline="") as f:
+        docids = [line.rstrip("\r") for line in f.read().split("\n")]
+    if docids and docids[-1] == "":
+        docids.pop()
+    if len(docids) != num_lines:
+        raise DataError(
+            f"document_translation: {path} has {len(docids)} lines but the split has "
+            f"{num_lines} sentences; the docids file must have one line per sentence")
+    return np.array(docids)
+
+
+def context_file_prefix(data_path: str, split: str, src: str, tgt: str) -> Optional[str]:
+    """``{split}.{src}-{tgt}.context.{src}`` (the pair may be reversed) when
+    its ``.bin``/``.idx`` exist, else None."""
+    for a, b in ((src, tgt), (tgt, src)):
+        prefix = os.path.join(data_path, f"{split}.{a}-{b}.context.{src}")
+        if indexed_dataset.dataset_exists(prefix, impl="mmap"):
+            return prefix
+    return None
+
+
+def context_file_index(prefix: str, pair, dictionary, cfg):
+    """``(index, pool, pool sizes)`` of a split (``pair``) whose context is
+    the file ``prefix``, for the task flags ``cfg`` (``context_size``,
+    ``context_mode``, ``context_seed``, ``shuffle_context``)."""
+    n = len(pair)
+    ctx = data_utils.load_indexed_dataset(prefix, dictionary, dataset_impl="mmap")
+    if ctx is None or len(ctx) != n:
+        raise DataError(f"document_translation: {prefix}.idx has {0 if ctx is None else len(ctx)} lines but "
+                        f"the split has {n} sentences; the context file must have one line per sentence")
+    size, mode = cfg.context_size, cfg.context_mode
+    if mode == "next":
+        raise ConfigError(f"--context-mode next needs documents (docids): {prefix} holds only each sentence's "
+                          "previous sentence (use the 2019 release: prepare-opensubtitles-en-ru.sh --release 2019)")
+    if mode == "random":   # random sentences of the split, as with docids
+        index = compute_context_index(np.arange(n), size, "random", seed=cfg.context_seed,
+                                      shuffle=cfg.shuffle_context)
+        return index, pair.src, pair.src_sizes
+    if size > 1:
+        raise ConfigError(f"--context-size {size}: {prefix} holds one context sentence per line")
+    present = np.asarray(ctx.sizes) > 1   # an empty line is binarized as </s> alone
+    index = np.where(present, np.arange(n), -1)[:, None][:, :size]
+    if cfg.shuffle_context:   # as compute_context_index shuffles
+        index = derange(index, np.random.default_rng(cfg.context_seed))
+    return index.astype(np.int64), ctx, ctx.sizes
+
+
+def split_context(data_path: str, split: str, pair, dictionary, cfg):
+    """``(index, pool, pool sizes, description)`` of a loaded split
+    ``pair``: from its context file when there is one, else from its
+    docids.  ``cfg``: the task flags (languages, context flags)."""
+    src, tgt = cfg.source_lang, cfg.target_lang
+    prefix = context_file_prefix(data_path, split, src, tgt)
+    if prefix is not None:
+        if getattr(cfg, "target_context", False):
+            raise ConfigError(f"--target-context needs the previous target sentences, which {prefix} (source "
+                              "side only) does not have")
+        return (*context_file_index(prefix, pair, dictionary, cfg), f"explicit context {os.path.basename(prefix)}")
+    docids = read_docids(docids_path(data_path, split, src, tgt), len(pair))
+    return document_index(docids, cfg), pair.src, pair.src_sizes, f"{len(set(docids.tolist()))} documents"
+
+
+def document_index(docids, cfg) -> np.ndarray:
+    """The context index of sentences with document ids ``docids`` under the
+    task flags ``cfg`` (the hub derives a document's context with it too)."""
+    return compute_context_index(docids, cfg.context_size, cfg.context_mode, seed=cfg.context_seed,
+                                 shuffle=cfg.shuffle_context)
