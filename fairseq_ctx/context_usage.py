@@ -266,5 +266,11 @@ def main(argv=None):
     return res
 
 
-if __name__ == "__main__":
+def cli_main():
+    """The console script: the report is printed and written, nothing returned
+    (setuptools' wrapper would print a returned value)."""
     main()
+
+
+if __name__ == "__main__":
+    cli_main()
