@@ -263,11 +263,11 @@ MUTANTS: List[Mutant] = [
            'context = [by_id[i] for i in batch["id"].tolist()]', 'context = [s["context"] for s in samples]', DOC,
            "batched contexts stay in sample order while the sources are sorted by length"),
     # ---- the contrastive scorer (issue 21 cases 3 and 4)
-    Mutant("contrastive_context_oldest", "fairseq_ctx/contrastive.py",
+    Mutant("contrastive_context_oldest", "fairseq_ctx/contrastive/scorer.py",
            "return list(sentences[-k:]) if k > 0 else []", "return list(sentences[:k]) if k > 0 else []",
            ("tests/test_contrastive.py::test_context_slice_keeps_the_newest",),
            "issue case 3: the scorer keeps the oldest --context-size context sentences instead of the newest"),
-    Mutant("contrastive_ensemble_mean_logprob", "fairseq_ctx/contrastive.py",
+    Mutant("contrastive_ensemble_mean_logprob", "fairseq_ctx/contrastive/scorer.py",
            "torch.logsumexp(torch.stack(token_lprobs), dim=0) - math.log(len(token_lprobs)))",
            "torch.stack(token_lprobs).mean(dim=0))",
            ("tests/test_contrastive.py::test_two_model_ensemble_matches_fairseq_sequence_scorer",),

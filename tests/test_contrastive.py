@@ -100,6 +100,19 @@ def test_oracle_scores_on_published_sets(name, tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_read_lines_is_the_evaluations(tmp_path):
+    """The test-set reader and the scorer of translations read a file the
+    same way: lines end at a newline only (as the binarizer counts them), so a
+    Unicode line separator inside a sentence does not shift later lines."""
+    from fairseq_ctx.evaluation import bleu
+
+    path = tmp_path / "x.txt"
+    path.write_bytes("a\u2028b\r\nc\x0bd\x1ce\n".encode("utf-8"))
+    assert ce.read_lines(path) == bleu.read_lines(path) == ["a\u2028b", "c\x0bd\x1ce"]
+    with pytest.raises(ce.ContrastiveDataError, match="missing.txt: no such file"):
+        ce.read_lines(tmp_path / "missing.txt")
+
+
 def test_split_segments():
     assert ce.split_segments("a b _eos c _eos d e") == ["a b", "c", "d e"]
     assert ce.split_segments("a _eos  b  c") == ["a", "b  c"]  # double spaces: stripped at the ends

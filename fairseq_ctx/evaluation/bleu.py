@@ -50,12 +50,14 @@ Paired bootstrap resampling (Koehn 2004)
     as zero, so the p-value of such a system is set to 1.0.
 """
 import contextlib
+import functools
 import math
 import os
 import re
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from fairseq_ctx import text_lines
 from fairseq_ctx.errors import FairseqCtxError
 
 __all__ = [
@@ -77,19 +79,8 @@ class EvaluationError(FairseqCtxError, ValueError):
 # reading
 # ---------------------------------------------------------------------------
 
-def read_lines(path) -> List[str]:
-    """Lines of a UTF-8 text file without line endings.  Lines end at ``\\n``
-    only (a ``\\r`` before it is dropped), so Unicode line separators inside a
-    sentence do not split it; a final newline does not add an empty line."""
-    try:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            return [line[:-1].rstrip("\r") if line.endswith("\n") else line.rstrip("\r") for line in f]
-    except FileNotFoundError:
-        raise EvaluationError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise EvaluationError(f"{path}: is a directory, not a file") from None
-    except UnicodeDecodeError as e:
-        raise EvaluationError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+# lines end at "\n" only (fairseq_ctx.text_lines); errors are EvaluationErrors
+read_lines = functools.partial(text_lines.read_lines, error=EvaluationError)
 
 
 _GEN_LINE = re.compile(r"^([SHDT])-(\d+)\t(.*)$")
