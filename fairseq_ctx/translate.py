@@ -331,7 +331,11 @@ def main(argv: Optional[Sequence[str]] = None):
             out.flush()
     n_docs = len(set(doc))
     rate = len(sources) / elapsed if elapsed > 0 else float("inf")
-    print(f"{PROG}: {len(sources)} sentences in {n_docs} documents ({len(lines) - len(keep)} empty lines) "
+    def count(n, noun):
+        return f"{n} {noun}" + ("" if n == 1 else "s")
+
+    print(f"{PROG}: {count(len(sources), 'sentence')} in {count(n_docs, 'document')} "
+          f"({count(len(lines) - len(keep), 'empty line')}) "
           f"translated in {elapsed:.1f} s, {rate:.1f} sentences/s; context: {translator.context_input}"
           f"{f' x{translator.context_size}' if translator.context_size else ''}"
           f"{', target: previous translations' if translator.target_context else ''}", file=sys.stderr)

@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Quickstart: prepare the Bible corpus, train small models on CPU for a bounded
-time, translate the test set with beam search and print detokenized sacreBLEU.
+"""Quickstart: prepare the Bible corpus, train small models on CPU within one
+time budget, translate the test set as the README's fairseq-ctx-translate line
+does and print detokenized sacreBLEU.
 
-    bash scripts/quickstart.sh                      # plain transformer, ~25 min on 2 cores
-    bash scripts/quickstart.sh --archs transformer transformer_ctxsan --minutes 10
+    bash scripts/quickstart.sh                      # plain transformer, 15 minutes in all
+    bash scripts/quickstart.sh --archs transformer transformer_ctxsan --minutes 30
 
-Each architecture is trained with the same small size, optimiser and time
-budget (fairseq's ``--stop-time-hours``), so the table compares like with like.
-Training shows fairseq's progress log. The last lines are a table:
-arch, parameters, train time, updates, BLEU.
+``--minutes`` is the budget of the whole run: ``--decode-minutes`` per
+architecture is kept for translating the test set and the rest is split
+evenly between the architectures' training (fairseq's ``--stop-time-hours``),
+so the table compares like with like. Each model is translated from its
+``checkpoint_last.pt`` with exactly the command the README shows (printed
+before it runs: the same file, the same BLEU). When a model made fewer
+updates than its learning-rate warm-up, one line says that its BLEU means
+nothing on this machine in this budget. Training shows fairseq's progress
+log; the last lines are a table: arch, parameters, train time, updates, BLEU.
 """
 import argparse
 import json
@@ -24,6 +30,15 @@ if REPO not in sys.path:  # this checkout's list, whether or not the package is 
     sys.path.insert(0, REPO)
 from fairseq_ctx import architectures  # noqa: E402  (torch-free)
 
+# Below this many updates the learning rate is still warming up: the model has
+# not started to learn, whatever its BLEU.
+WARMUP_UPDATES = 400
+# The README's translate line (README.md, "Quickstart"; docs/translate.md): the
+# quickstart decodes with exactly these flags, so its BLEU is the one a reader
+# gets by running that line on the same checkpoint.
+DECODE_FLAGS = ["--beam", "4", "--max-len-a", "1.5", "--max-len-b", "10"]
+CHECKPOINT = "checkpoint_last.pt"
+
 # A small Transformer that learns something in minutes on two CPU cores.
 SMALL_MODEL = [
     "--encoder-layers", "3", "--decoder-layers", "3",
@@ -34,7 +49,7 @@ SMALL_MODEL = [
 ]
 TRAIN_FLAGS = [
     "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "0.001",
-    "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "400", "--clip-norm", "1.0",
+    "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(WARMUP_UPDATES), "--clip-norm", "1.0",
     "--dropout", "0.1", "--weight-decay", "0.0001",
     "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
     "--max-tokens", "4096", "--required-batch-size-multiple", "1",
@@ -89,7 +104,7 @@ def run(cmd, log_path=None, echo=True):
                 sys.stdout.write(line)
                 sys.stdout.flush()
         if proc.wait() != 0:
-            sys.exit(f"quickstart: command failed (exit {proc.returncode}); see {log_path}")
+            sys.exit(f"fairseq_ctx: error: command failed (exit {proc.returncode}); see {log_path}")
 
 
 def training_minutes(checkpoint, fallback_seconds):
@@ -109,68 +124,99 @@ def read_lines(path):
         return [line.rstrip("\n") for line in f]
 
 
+def translate_command(bin_dir, raw_dir, spm_model, checkpoint, output, extra=()):
+    """The README's fairseq-ctx-translate line for ``checkpoint`` (as
+    ``python3 -m fairseq_ctx.translate``, the same command)."""
+    bpe = ["--bpe", "sentencepiece", "--sentencepiece-model", spm_model] if os.path.exists(spm_model) else []
+    return [sys.executable, "-m", "fairseq_ctx.translate", bin_dir, "--path", checkpoint,
+            "--input", os.path.join(raw_dir, "test.es"), "--docids", os.path.join(raw_dir, "test.docids"),
+            *bpe, *DECODE_FLAGS, "--output", output, "--no-progress-bar", *extra]
+
+
+def budget_split(minutes, decode_minutes, n_archs):
+    """Training minutes per architecture: the budget less ``decode_minutes``
+    per architecture, split evenly; None if nothing is left to train."""
+    train = (minutes - decode_minutes * n_archs) / n_archs
+    return train if train > 0 else None
+
+
+def too_few_updates(name, updates, train_minutes, budget_minutes):
+    """The one line printed when a model is still in its warm-up, else None."""
+    if updates >= WARMUP_UPDATES:
+        return None
+    return (f"quickstart: {name} made only {updates} update{'' if updates == 1 else 's'} in {train_minutes:.1f} training minutes, fewer "
+            f"than the {WARMUP_UPDATES} of its learning-rate warm-up: on this machine a {budget_minutes:g}-minute "
+            f"budget does not train a model, so its BLEU means nothing (give more --minutes)")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--archs", nargs="+", default=["transformer"],
                    help="architectures or named variants to train (default: transformer); variants: "
                    + ", ".join([*architectures.names(), *CONTROLS]))
-    p.add_argument("--minutes", type=float, default=15.0, help="training budget per architecture (default 15)")
+    p.add_argument("--minutes", type=float, default=15.0,
+                   help="time budget of the whole run, training and translating every architecture (default 15)")
+    p.add_argument("--decode-minutes", type=float, default=2.0,
+                   help="of the budget, minutes kept per architecture for translating the test set (default 2)")
     p.add_argument("--data", default=os.path.join(REPO, "data", "bible"), help="Bible corpus directory")
     p.add_argument("--out", default=os.path.join(REPO, "runs", "quickstart"), help="checkpoints, logs, results")
-    p.add_argument("--beam", type=int, default=4)
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="OMP threads for training and decoding")
     opts = p.parse_args()
-    if opts.minutes <= 0:
-        p.error("--minutes must be positive")
+    if opts.minutes <= 0 or opts.decode_minutes < 0:
+        p.error("--minutes must be positive and --decode-minutes not negative")
+    train_budget = budget_split(opts.minutes, opts.decode_minutes, len(opts.archs))
+    if train_budget is None:
+        p.error(f"--minutes {opts.minutes:g} leaves no training time after --decode-minutes "
+                f"{opts.decode_minutes:g} for each of {len(opts.archs)} architectures")
 
     bin_dir, raw_dir = os.path.join(opts.data, "bin"), os.path.join(opts.data, "raw")
+    spm_model = os.path.join(opts.data, "spm", "spm.model")
     if not os.path.exists(os.path.join(bin_dir, "dict.es.txt")):
         run(["bash", os.path.join(REPO, "scripts", "prepare-bible.sh"), "--dest", opts.data])
     refs = read_lines(os.path.join(raw_dir, "test.en"))
     os.makedirs(opts.out, exist_ok=True)
     os.environ["OMP_NUM_THREADS"] = str(opts.threads)
+    print(f"quickstart: {opts.minutes:g} minutes in all: {train_budget:.3g} training minutes for each of "
+          f"{len(opts.archs)} architecture(s), {opts.decode_minutes:g} for translating each", flush=True)
 
-    rows = []
+    rows, notes = [], []
     import sacrebleu
 
+    run_start = time.time()
     for name in opts.archs:
         arch, model_flags, task_flags, extra_rows = resolve(name)
         save = os.path.join(opts.out, name)
         start = time.time()
-        last = os.path.join(save, "checkpoint_last.pt")
-        if os.path.exists(last) and training_minutes(last, 0) >= opts.minutes:
-            print(f"{name}: {last} already has its {opts.minutes:g}-minute budget; decoding only", flush=True)
+        last = os.path.join(save, CHECKPOINT)
+        if os.path.exists(last) and training_minutes(last, 0) >= train_budget:
+            print(f"{name}: {last} already has its {train_budget:.3g}-minute budget; decoding only", flush=True)
         else:  # fresh, or resumes an interrupted run from checkpoint_last.pt
             run([sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
                  *SMALL_MODEL, *TRAIN_FLAGS, *model_flags, *task_flags, "--save-dir", save,
-                 "--stop-time-hours", str(opts.minutes / 60)], log_path=save + ".train.log")
+                 "--stop-time-hours", str(train_budget / 60)], log_path=save + ".train.log")
         train_minutes = training_minutes(last, fallback_seconds=time.time() - start)
         train_log = open(save + ".train.log", encoding="utf-8").read()
         params = int(re.search(r"num\. shared model params: ([\d,]+)", train_log).group(1).replace(",", ""))
-        updates = re.findall(r"num_updates (\d+)", train_log)
+        found = re.findall(r"num_updates (\d+)", train_log)
+        updates = int(found[-1]) if found else 0
+        note = too_few_updates(name, updates, train_minutes, opts.minutes)
+        if note:
+            print(note, flush=True)
+            notes.append(note)
         for label, gen_flags in [(name, [])] + extra_rows:
             tag = re.sub(r"\W+", "_", label).strip("_")
-            gen_log = os.path.join(opts.out, tag + ".test.log")
-            run([sys.executable, "-m", "fairseq_cli.generate", bin_dir, "--user-dir", USER_DIR,
-                 "--path", os.path.join(save, "checkpoint_best.pt"), "--gen-subset", "test",
-                 "--beam", str(opts.beam), "--max-len-a", "1.5", "--max-len-b", "10", "--batch-size", "64",
-                 "--required-batch-size-multiple", "1",
-                 "--remove-bpe", "sentencepiece", "--cpu", *task_flags, *gen_flags], log_path=gen_log, echo=False)
-            hyps = {}
-            for line in read_lines(gen_log):
-                m = re.match(r"^D-(\d+)\t\S+\t(.*)$", line)
-                if m:
-                    hyps[int(m.group(1))] = m.group(2)
-            if sorted(hyps) != list(range(len(refs))):
-                sys.exit(f"quickstart: {label} produced {len(hyps)} translations for {len(refs)} test "
-                         f"sentences; see {gen_log}")
+            hyp_path = os.path.join(opts.out, tag + ".test.hyp")
+            cmd = translate_command(bin_dir, raw_dir, spm_model, last, hyp_path, gen_flags)
+            run(cmd, log_path=os.path.join(opts.out, tag + ".test.log"), echo=False)
+            hyps = read_lines(hyp_path)
+            if len(hyps) != len(refs):
+                sys.exit(f"fairseq_ctx: error: {label} produced {len(hyps)} translations for {len(refs)} test "
+                         f"sentences; see {hyp_path}")
             metric = sacrebleu.BLEU()
-            bleu = metric.corpus_score([hyps[i] for i in range(len(refs))], [refs])
-            with open(os.path.join(opts.out, tag + ".test.hyp"), "w", encoding="utf-8") as f:
-                f.writelines(hyps[i] + "\n" for i in range(len(refs)))
+            bleu = metric.corpus_score(hyps, [refs])
             rows.append({"arch": label, "params": params, "train_minutes": round(train_minutes, 1),
-                         "updates": int(updates[-1]) if updates else 0, "bleu": round(bleu.score, 2),
-                         "signature": str(metric.get_signature())})
+                         "updates": updates, "bleu": round(bleu.score, 2), "checkpoint": last,
+                         "translate": " ".join(cmd[2:]), "signature": str(metric.get_signature())})
             print(f"{label}: {bleu}", flush=True)
 
     with open(os.path.join(opts.out, "results.json"), "w") as f:
@@ -178,7 +224,11 @@ def main():
     print(f"\n{'arch':<40}{'params':>10}{'train min':>11}{'updates':>9}{'BLEU':>7}")
     for r in rows:
         print(f"{r['arch']:<40}{r['params'] / 1e6:>9.2f}M{r['train_minutes']:>11.1f}{r['updates']:>9}{r['bleu']:>7.2f}")
-    print(f"detokenized sacreBLEU on the Bible test set ({len(refs)} verses), {rows[0]['signature']}")
+    print(f"detokenized sacreBLEU on the test set ({len(refs)} sentences) of {CHECKPOINT}, translated as "
+          f"`fairseq-ctx-translate ... {' '.join(DECODE_FLAGS)}`; {time.time() - run_start:.0f} s in all; "
+          f"{rows[0]['signature']}")
+    for note in notes:  # again under the table, where the numbers are read
+        print(note)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,57 @@
 """scripts/quickstart.sh end to end on a tiny corpus laid out like data/bible:
-train with a time budget, decode every test sentence, score, print the table;
-a re-run decodes without training again."""
+one time budget for the whole run, each model translated from
+checkpoint_last.pt with the README's fairseq-ctx-translate flags (the file
+that command writes, the same BLEU), the table, the one-line note when a
+model is still in its warm-up; a re-run decodes without training again."""
 import json
+import re
 import shutil
 import subprocess
+import sys
+
+import sacrebleu
 
 from tests.utils import REPO, make_parallel_data, preprocess
 
+sys.path.insert(0, str(REPO / "scripts"))
+import quickstart  # noqa: E402
 
-def _quickstart(data, out, *archs):
+
+def _quickstart(data, out, *archs, minutes="0.04", decode_minutes="0"):
     return subprocess.run(
-        ["bash", "scripts/quickstart.sh", "--data", str(data), "--out", str(out), "--minutes", "0.02",
-         "--threads", "1", "--archs", *archs],
+        ["bash", "scripts/quickstart.sh", "--data", str(data), "--out", str(out), "--minutes", minutes,
+         "--decode-minutes", decode_minutes, "--threads", "1", "--archs", *archs],
         cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def test_budget_is_split_between_architectures():
+    assert quickstart.budget_split(15, 2, 1) == 13
+    assert quickstart.budget_split(30, 2, 2) == 13
+    assert quickstart.budget_split(4, 2, 2) is None
+
+
+def test_too_few_updates_is_one_line():
+    assert quickstart.too_few_updates("transformer", quickstart.WARMUP_UPDATES, 12.0, 15) is None
+    note = quickstart.too_few_updates("transformer", 97, 12.5, 15)
+    assert "\n" not in note and "only 97 updates in 12.5 training minutes" in note
+    assert "15-minute budget" in note and "means nothing" in note
+
+
+def test_readme_translates_as_the_quickstart():
+    """The README's translate line is the command the quickstart runs: the
+    same checkpoint file name and decoding flags."""
+    readme = (REPO / "README.md").read_text()
+    line = re.search(r"fairseq-ctx-translate data/bible/bin (.*?)--output", readme, re.S).group(1)
+    flags = " ".join(line.replace("\\\n", " ").split())
+    assert f"/{quickstart.CHECKPOINT}" in flags
+    assert flags.endswith(" ".join(quickstart.DECODE_FLAGS)), flags
+
+
+def test_too_small_budget_is_a_usage_error(tmp_path):
+    proc = _quickstart(tmp_path / "none", tmp_path / "out", "transformer", "concat", minutes="3",
+                       decode_minutes="2")
+    assert proc.returncode == 2
+    assert "--minutes 3 leaves no training time after --decode-minutes 2 for each of 2" in proc.stderr
 
 
 def test_quickstart_tiny_corpus(tmp_path):
@@ -28,17 +67,26 @@ def test_quickstart_tiny_corpus(tmp_path):
 
     proc = _quickstart(data, tmp_path / "out", "transformer", "concat")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "0.04 minutes in all: 0.02 training minutes for each of 2 architecture(s), 0 for translating each" in proc.stdout
     rows = json.loads((tmp_path / "out" / "results.json").read_text())
     assert [r["arch"] for r in rows] == ["transformer", "concat"]
+    refs = (data / "raw" / "test.en").read_text().splitlines()
     for row in rows:
-        assert row["updates"] >= 1 and row["params"] > 0 and 0 <= row["bleu"] <= 100
-        assert row["signature"].startswith("nrefs:1|")
+        assert 1 <= row["updates"] < quickstart.WARMUP_UPDATES and row["params"] > 0
+        assert row["checkpoint"].endswith(f"{row['arch']}/checkpoint_last.pt")
+        assert row["translate"].endswith("--no-progress-bar") and " ".join(quickstart.DECODE_FLAGS) in row["translate"]
         hyps = (tmp_path / "out" / f"{row['arch']}.test.hyp").read_text().splitlines()
         assert len(hyps) == 9, "a test sentence was dropped"
-    table = proc.stdout.splitlines()[-4:]  # header, two rows, signature line
-    assert table[0].split() == ["arch", "params", "train", "min", "updates", "BLEU"], table
-    assert table[1].startswith("transformer ") and table[2].startswith("concat ")
+        assert row["bleu"] == round(sacrebleu.BLEU().corpus_score(hyps, [refs]).score, 2)
+        assert row["signature"].startswith("nrefs:1|")
+    lines = proc.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("arch "))
+    assert lines[header].split() == ["arch", "params", "train", "min", "updates", "BLEU"]
+    assert lines[header + 1].startswith("transformer ") and lines[header + 2].startswith("concat ")
+    assert lines[header + 3].startswith("detokenized sacreBLEU on the test set (9 sentences) of checkpoint_last.pt")
+    notes = lines[header + 4:]   # both models are in their warm-up: one line each, under the table
+    assert len(notes) == 2 and all("fewer than the 400 of its learning-rate warm-up" in n for n in notes), notes
 
-    again = _quickstart(data, tmp_path / "out", "transformer")
+    again = _quickstart(data, tmp_path / "out", "transformer", minutes="0.02")
     assert again.returncode == 0, again.stderr[-3000:]
     assert "already has its 0.02-minute budget; decoding only" in again.stdout
