@@ -235,9 +235,9 @@ class ModelScorer:
         with bar(len(items), "contrastive scoring", unit="cand") as progress:
             for ids in batches:
                 batch = dataset.collater([dataset[int(i)] for i in ids])
-                rows = batch["id"].numpy()
+                rows = batch["id"].cpu().numpy()
                 out[rows] = self._score_batch(batch, enc_keys[rows],
-                                              n_scored[rows] if self.target_context_size else None).numpy()
+                                              n_scored[rows] if self.target_context_size else None).cpu().numpy()
                 progress.update(len(ids))
         return out
 
