@@ -243,9 +243,9 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         self.dropout = dropout
         self.causal = causal
         self.slot = slot
-        # which of Q (slot 0) and K (slot 1) are contextualised
-        self.slots = {"query": [0], "key": [1], "both": [0, 1]}[contextualize]
-        n = len(self.slots)
+        # which of Q (row 0 of the fused q|k|v) and K (row 1) are contextualised (Eq. 5)
+        self.mixed_qk = {"query": [0], "key": [1], "both": [0, 1]}[contextualize]
+        n = len(self.mixed_qk)
 
         self.in_proj = nn.Linear(embed_dim, 3 * embed_dim)
         self.out_proj = nn.Linear(embed_dim, embed_dim)
@@ -296,8 +296,8 @@ class ContextAwareSelfAttention(Readout, nn.Module):
           zero rows that make ``3C + n + p`` a multiple of 8 (alignment only);
         * per context part ``[U; V^C U]``: ``(n*C + n) x d_c`` (``C U V^C = C (U V^C)``).
         """
-        d, n = self.embed_dim, len(self.slots)
-        lo, hi = self.slots[0] * d, (self.slots[-1] + 1) * d
+        d, n = self.embed_dim, len(self.mixed_qk)
+        lo, hi = self.mixed_qk[0] * d, (self.mixed_qk[-1] + 1) * d
         w, b = self.in_proj.weight, self.in_proj.bias
         w_gate = torch.bmm(self.gate_h.unsqueeze(1), w[lo:hi].view(n, d, d)).squeeze(1)  # n x C
         b_gate = (self.gate_h * b[lo:hi].view(n, d)).sum(-1)  # n
@@ -374,7 +374,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         A context that is one vector per sentence (encoder-side global and
         deep-global) has a leading dim of 1 and is projected once per sentence.
         """
-        l, d, n = self.layer, self.embed_dim, len(self.slots)
+        l, d, n = self.layer, self.embed_dim, len(self.mixed_qk)
         if ctx_weights is None:
             ctx_weights = self.folded_weights()[2]
         out: Optional[Tensor] = None
@@ -456,14 +456,14 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             qkv = out[..., :3 * d].view(T, B, 3, d)
             q, k, v = qkv.unbind(2)
             ctx, ctx_logit = self.project_context(history, ctx_weights)  # (1|T) x B x n x C, (1|T) x B x n
-            qk = qkv[:, :, self.slots[0]:self.slots[-1] + 1]  # T x B x n x C
+            qk = qkv[:, :, self.mixed_qk[0]:self.mixed_qk[-1] + 1]  # T x B x n x C
             # Eq. 6: one scalar per position and per contextualised Q / K
-            lam = torch.sigmoid(out[..., 3 * d:3 * d + len(self.slots)] + ctx_logit)  # T x B x n
+            lam = torch.sigmoid(out[..., 3 * d:3 * d + len(self.mixed_qk)] + ctx_logit)  # T x B x n
             # Eq. 5: (1 - lam) * Q + lam * (C U)
             mixed = torch.lerp(qk, ctx, lam.unsqueeze(-1))
             if self.keep_readout:
                 self.record_readout(**{("q" if s == 0 else "k"): lam[:, :, i]  # T x B
-                                       for i, s in enumerate(self.slots)})
+                                       for i, s in enumerate(self.mixed_qk)})
             if self.contextualize == "both":
                 q, k = mixed.unbind(2)
             elif self.contextualize == "query":

@@ -43,11 +43,11 @@ def _run_in(layer_forward, slot: HistorySlot, history: ContextHistory, checkpoin
 
 
 class CtxSanEncoderLayer(TransformerEncoderLayerBase):
-    """Encoder layer ``layer`` (1-based) with context-aware self-attention;
+    """Encoder layer ``layer`` (1-based, kept as ``ctx_layer_number``) with context-aware self-attention;
     ``slot``: the encoder's :class:`HistorySlot`."""
 
     def __init__(self, cfg, layer: int, context: str, contextualize: str, slot: HistorySlot):
-        self.ctx_layer = layer
+        self.ctx_layer_number = layer
         self.ctx_context = context
         self.ctx_contextualize = contextualize
         self.ctx_slot = slot
@@ -56,7 +56,7 @@ class CtxSanEncoderLayer(TransformerEncoderLayerBase):
 
     def build_self_attention(self, embed_dim, cfg):
         return ContextAwareSelfAttention(
-            embed_dim, cfg.encoder.attention_heads, self.ctx_layer, context=self.ctx_context,
+            embed_dim, cfg.encoder.attention_heads, self.ctx_layer_number, context=self.ctx_context,
             contextualize=self.ctx_contextualize, dropout=cfg.attention_dropout, causal=False,
             slot=self.ctx_slot,
         )
@@ -76,7 +76,7 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
 
     def __init__(self, cfg, layer: int, context: str, contextualize: str, slot: HistorySlot,
                  no_encoder_attn: bool = False):
-        self.ctx_layer = layer
+        self.ctx_layer_number = layer
         self.ctx_context = context
         self.ctx_contextualize = contextualize
         self.ctx_slot = slot
@@ -85,7 +85,7 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
         return ContextAwareSelfAttention(
-            embed_dim, cfg.decoder.attention_heads, self.ctx_layer, context=self.ctx_context,
+            embed_dim, cfg.decoder.attention_heads, self.ctx_layer_number, context=self.ctx_context,
             contextualize=self.ctx_contextualize, dropout=cfg.attention_dropout, causal=True,
             slot=self.ctx_slot,
         )
