@@ -17,13 +17,15 @@ In-process, at tiny size with random weights (dropout off):
 Through fairseq's own command-line code (``fairseq_cli.*.main`` in this
 process), with a checkpoint trained for two updates by ``fairseq-train``:
 ``fairseq-generate`` translates every test sentence, ``--score-reference``
-scores every reference, ``fairseq-interactive`` translates raw lines, and
-``fairseq-validate`` gives a finite loss.
+scores every reference, ``fairseq-interactive`` on the raw lines of the test
+set's documents gives generate's hypotheses, and ``fairseq-validate``'s NLL
+equals minus the mean of ``--score-reference``'s positional scores.
 
 What only one architecture has (equations, parameter counts, its flags) is
 in its own test file.
 """
 import math
+import re
 
 import pytest
 import torch
@@ -33,7 +35,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS
 from fairseq_ctx.modules.incremental_cache import settled
 from fairseq_ctx.modules.readout import reading
-from tests.utils import build_model, generate_in_process, interactive_in_process, validate
+from tests.utils import build_model, generate_in_process, interactive_in_process, parse_generate, validate
 
 torch.set_num_threads(1)
 
@@ -328,32 +330,87 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
 
 # ---------------------------------------------------------------- fairseq's commands
 
+_GENERATED = {}
+
+
+def _generate(name, doc_corpus, trained_checkpoint, tmp_path_factory, extra=()):
+    """fairseq-generate's output file on the test set for variant ``name``
+    (``extra``: more flags), decoded once per session and shared by the
+    tests below."""
+    key = (name, tuple(extra))
+    if key not in _GENERATED:
+        results = tmp_path_factory.mktemp(f"generate_{name}")
+        generate_in_process(doc_corpus[1], trained_checkpoint(name), results, task_flags=BY_NAME[name].task,
+                            extra=extra)
+        _GENERATED[key] = (results / "generate-test.txt").read_text()
+    return _GENERATED[key]
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_generate_translates_every_sentence(name, doc_corpus, trained_checkpoint, tmp_path):
-    hyps, srcs = generate_in_process(doc_corpus[1], trained_checkpoint(name), tmp_path,
-                                     task_flags=BY_NAME[name].task)
+def test_generate_translates_every_sentence(name, doc_corpus, trained_checkpoint, tmp_path_factory):
+    hyps, srcs = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory))
     assert sorted(hyps) == list(range(14)) == sorted(srcs)
     assert all(math.isfinite(score) for _, score in hyps.values())
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_score_reference_scores_every_reference(name, doc_corpus, trained_checkpoint, tmp_path):
-    hyps, _ = generate_in_process(doc_corpus[1], trained_checkpoint(name), tmp_path,
-                                  task_flags=BY_NAME[name].task, extra=["--score-reference"])
+def test_score_reference_scores_every_reference(name, doc_corpus, trained_checkpoint, tmp_path_factory):
+    hyps, _ = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory,
+                                       extra=["--score-reference"]))
     assert sorted(hyps) == list(range(14))
     assert all(math.isfinite(score) and score < 0 for _, score in hyps.values())
 
 
+def _documents(raw_dir, subset="test"):
+    """The lines of ``subset``'s source, one list per document (its ``.docids``)."""
+    lines = (raw_dir / f"{subset}.src").read_text().splitlines()
+    docids = (raw_dir / f"{subset}.docids").read_text().splitlines()
+    docs = []
+    for i, (line, doc) in enumerate(zip(lines, docids)):
+        if i == 0 or doc != docids[i - 1]:
+            docs.append([])
+        docs[-1].append(line)
+    return docs
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_interactive_translates_raw_lines(name, doc_corpus, trained_checkpoint, tmp_path):
-    lines = (doc_corpus[0] / "test.src").read_text().splitlines()[:3]
+def test_interactive_equals_generate(name, doc_corpus, trained_checkpoint, tmp_path, tmp_path_factory):
+    """fairseq-interactive on the raw test set, documents separated by an
+    empty line (which starts a new document: the same previous-sentence
+    context as fairseq-generate's ``.docids``, across interactive's buffers
+    of 4 lines), gives generate's hypotheses, sentence by sentence (same
+    checkpoint, beam and length limits: tests/utils.py)."""
+    docs = _documents(doc_corpus[0])
+    assert [len(d) for d in docs] == [4, 4, 4, 2]
+    lines = [line for doc in docs for line in [*doc, ""]][:-1]
+    expected, _ = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory))
     hyps = interactive_in_process(doc_corpus[1], trained_checkpoint(name), lines, tmp_path,
                                   task_flags=BY_NAME[name].task)
-    assert len(hyps) == 3
+    assert hyps == [expected[i][0] for i in range(14)]
 
 
-def test_validate_gives_a_finite_loss(doc_corpus, trained_checkpoint):
-    """One fresh ``fairseq-validate`` process (weights-only loading of a
-    context model's checkpoint for real)."""
-    loss, _ = validate(doc_corpus[1], trained_checkpoint("ctxenc"), task_flags=BY_NAME["ctxenc"].task)
-    assert math.isfinite(loss)
+def _nll_loss(proc):
+    """fairseq-validate's ``nll_loss`` (base 2, per target token, 3 decimals)."""
+    m = re.search(r"\| nll_loss ([0-9.]+)", proc.stdout + proc.stderr)
+    assert m, f"no nll_loss in fairseq-validate output:\n{proc.stdout}\n{proc.stderr}"
+    return float(m.group(1))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_validate_loss_equals_score_reference(name, doc_corpus, trained_checkpoint, tmp_path_factory):
+    """fairseq-validate's ``nll_loss`` on the test set (the training
+    criterion's NLL: base 2, per target token, </s> included) equals minus
+    the mean of ``fairseq-generate --score-reference``'s positional scores
+    over every target token of the test set (each ``H-`` score is its
+    sentence's mean, base 2, over its ``P-`` positions). Validate runs in
+    a process of its own: weights-only loading of each checkpoint for real."""
+    _, validate_proc = validate(doc_corpus[1], trained_checkpoint(name), subset="test",
+                                task_flags=BY_NAME[name].task)
+    out = _generate(name, doc_corpus, trained_checkpoint, tmp_path_factory, extra=["--score-reference"])
+    scores = {int(i): float(s) for i, s in re.findall(r"^H-(\d+)\t(\S+)\t", out, re.M)}
+    positions = {int(i): len(p.split()) for i, p in re.findall(r"^P-(\d+)\t(.*)$", out, re.M)}
+    assert sorted(scores) == sorted(positions) == list(range(14))
+    tokens = sum(positions.values())
+    reference_nll = -sum(scores[i] * positions[i] for i in scores) / tokens
+    # validate rounds to 3 decimals
+    assert abs(_nll_loss(validate_proc) - reference_nll) <= 5e-4 + 1e-5, (_nll_loss(validate_proc), reference_nll)
