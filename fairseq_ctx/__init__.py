@@ -1,7 +1,7 @@
 """fairseq_ctx: context-enhanced Transformer architectures for fairseq.
 
 Load with ``--user-dir fairseq_ctx`` (from the repository root) or
-``--user-dir $(python -c 'import fairseq_ctx,os;print(os.path.dirname(fairseq_ctx.__file__))')``.
+``--user-dir $(python3 -c 'import fairseq_ctx,os;print(os.path.dirname(fairseq_ctx.__file__))')``.
 
 :func:`register` registers the architectures and the ``document_translation``
 task with fairseq and allow-lists the classes that fairseq checkpoints need
@@ -22,6 +22,8 @@ in use already, and otherwise defers it:
 """
 import sys as _sys
 import threading
+
+from .quiet import spec_of_other_finders as _spec_of_other_finders  # standard library only
 
 __version__ = "0.1.0"
 
@@ -67,13 +69,8 @@ class _RegisterWhenFairseqIsImported:
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "fairseq" and not fullname.startswith(__name__ + "."):
             return None
-        for finder in _sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
+        spec = _spec_of_other_finders(self, fullname, path, target)
+        if spec is None:
             return None
         exec_module = getattr(spec.loader, "exec_module", None)
         if exec_module is None:  # a legacy loader: leave it alone (register() is then explicit)

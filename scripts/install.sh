@@ -34,4 +34,9 @@ if ! "$PY" -c "import fairseq" 2>/dev/null; then
   pip_install --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
 fi
 pip_install --no-build-isolation --no-deps -e .
+# fairseq_ctx_quiet.pth: fairseq's own commands get fairseq_ctx/quiet.py's warning
+# filters when they import fairseq, before they load the plugin (fairseq-hydra-train
+# composes its config, and hydra warns, before it does); a process that does not
+# import fairseq is untouched (FAIRSEQ_CTX_UPSTREAM_WARNINGS=1 turns it off)
+"$PY" -m fairseq_ctx.quiet --install
 "$PY" -c "import fairseq, fairseq_ctx, torch; print('fairseq', fairseq.__version__, '| torch', torch.__version__, '| fairseq_ctx', fairseq_ctx.__version__)"

@@ -27,6 +27,30 @@ SLOWEST_FILES_FIRST = (
 )
 
 
+def pytest_configure(config):
+    """The warnings the tests report are those a user's command shows:
+    pytest resets the warning filters around every test (and collection)
+    and shows every DeprecationWarning, so fairseq_ctx/quiet.py's filters,
+    installed when the package is imported, would hold for no test, and
+    third-party deprecation notices that Python hides in a command would be
+    counted. So every test runs with quiet.py's filters (unless
+    FAIRSEQ_CTX_UPSTREAM_WARNINGS is set, as for the commands) and Python's
+    default of ignoring deprecation notices, except those raised in our own
+    code (fairseq_ctx, fairseq_ctx_prep, scripts, tests), which stay visible
+    as pytest shows them."""
+    from fairseq_ctx import quiet
+
+    lines = ["ignore::DeprecationWarning", "ignore::PendingDeprecationWarning"]
+    lines += [f"default::{category}:{module}" for category in ("DeprecationWarning", "PendingDeprecationWarning")
+              for module in ("fairseq_ctx", "fairseq_ctx_prep", "scripts", "tests")]
+    if quiet.enabled():
+        for message, category, module in quiet.UPSTREAM_FILTERS:
+            assert ":" not in message + module, message  # pytest splits a filter on ":"
+            lines.append(f"ignore:{message}:{category.__name__}:{module}")
+    for line in lines:  # each goes in front of the ones before it, as warnings.filterwarnings does
+        config.addinivalue_line("filterwarnings", line)
+
+
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(SLOWEST_FILES_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest as collected

@@ -9,6 +9,7 @@ user's fairseq-train / -generate / -interactive run.
   ``--score-reference`` and interactive through ``--user-dir fairseq_ctx``
   print no ``Warning`` line on stderr.
 """
+import os
 import re
 import warnings
 
@@ -155,3 +156,59 @@ def test_tensorboard_logdir_writes_events(cli_runs):
     root, _ = cli_runs
     events = sorted(p.parent.name for p in (root / "tb").rglob("events.out.tfevents.*"))
     assert "train" in events and "valid" in events, events
+
+
+DEBUG_LINE = re.compile(r"^DEBUG:|\| DEBUG \||\]\[DEBUG\]", re.M)
+
+
+@pytest.mark.parametrize("step", ["train", "generate", "score_reference", "interactive"])
+def test_cli_stderr_has_no_debug_line(cli_runs, step):
+    """``import fairseq`` sets the root logger to DEBUG (wav2vec2_classification's
+    basicConfig); hydra's ``DEBUG:hydra.core.utils:Setting JobRuntime`` lines
+    were the visible result."""
+    _, runs = cli_runs
+    assert not DEBUG_LINE.search(runs[step].stderr), runs[step].stderr[-4000:]
+
+
+def test_readme_hydra_example_prints_no_warning(tmp_path):
+    """The README's fairseq-hydra-train line (a table recipe, here at tiny size
+    for one update) with the start-up file scripts/install.sh writes
+    (``python3 -m fairseq_ctx.quiet --install``, here into a directory of its
+    own): hydra's version_base notice (fairseq_cli.hydra_train's
+    @hydra.main), the two ConfigStore-schema notices and the DEBUG lines, all
+    printed before the plugin is loaded, are gone; without the file they show."""
+    import subprocess
+    import sys
+
+    from tests.utils import REPO
+
+    data_bin = preprocess(make_parallel_data(tmp_path / "raw", num_train=40, num_valid=6, num_test=5),
+                          tmp_path / "bin")
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    assert quiet.main(["--install", "--site-packages", str(site_dir)]) == 0
+    tiny = [f"++model.{k}={v}" for k, v in (("encoder_layers", 1), ("decoder_layers", 1), ("encoder_embed_dim", 16),
+                                            ("decoder_embed_dim", 16), ("encoder_ffn_embed_dim", 16),
+                                            ("decoder_ffn_embed_dim", 16), ("encoder_attention_heads", 2),
+                                            ("decoder_attention_heads", 2))]
+
+    def hydra_train(prelude, save):
+        code = f"{prelude}; import sys; sys.argv[0] = 'fairseq-hydra-train'; " \
+               "from fairseq_cli.hydra_train import cli_main; cli_main()"
+        return subprocess.run(
+            [sys.executable, "-c", code, "--config-dir", "configs/hydra", "--config-name", "dc_wmt14_en_de_enc_dc",
+             "++task.source_lang=src", "++task.target_lang=tgt", f"task.data={data_bin}",
+             "optimization.max_update=1", f"checkpoint.save_dir={save}", "common.cpu=true",
+             "dataset.num_workers=0", *tiny],
+            cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+    quiet_run = hydra_train(f"import site; site.addsitedir({str(site_dir)!r})", tmp_path / "quiet")
+    assert quiet_run.returncode == 0, quiet_run.stderr[-4000:]
+    assert "num_updates 1" in quiet_run.stdout + quiet_run.stderr
+    assert _warning_lines(quiet_run) == [] and not DEBUG_LINE.search(quiet_run.stderr), quiet_run.stderr[-4000:]
+
+    loud = hydra_train("pass", tmp_path / "loud")   # no start-up file: what fairseq prints before the plugin loads
+    assert loud.returncode == 0, loud.stderr[-4000:]
+    assert "version_base parameter is not specified" in loud.stderr
+    assert loud.stderr.count("'dc_wmt14_en_de_enc_dc' is validated against ConfigStore schema") == 2
+    assert "DEBUG:hydra.core.utils:Setting JobRuntime" in loud.stderr
