@@ -52,13 +52,23 @@ CONDITIONS = {
 }
 
 
+EXAMPLES = """examples:
+  # CXMI of a context model on the test set, report to usage.json
+  fairseq-ctx-context-usage data/bible/bin --path runs/study/transformer_ctxenc/checkpoint_last.pt \\
+      --task document_translation --context-size 1 --results usage.json
+  # with a contrastive set (the flags of fairseq-ctx-contrastive)
+  fairseq-ctx-context-usage data/bible/bin --path CKPT --task document_translation --context-size 1 \\
+      --format voita --src pronouns.src --dst pronouns.dst --json pronouns.json \\
+      --bpe sentencepiece --sentencepiece-model data/bible/spm/spm.model"""
+
+
 def get_parser():
     p = argparse.ArgumentParser(
         prog="fairseq-ctx-context-usage",
         description="How much a checkpoint uses its context: CXMI (bits) of the true context against none, "
                     "a shuffled and a random one, point-wise CXMI, and contrastive accuracy with true, "
                     "shuffled and no context. See docs/evaluation.md.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="data-bin directory (fairseq-preprocess output with .docids or context files)")
     p.add_argument("--path", required=True, help="checkpoint(s), ':'-separated for an ensemble")
     p.add_argument("--gen-subset", default="test", help="split scored for CXMI (default: test)")
