@@ -38,6 +38,7 @@ def pytest_configure(config):
     default of ignoring deprecation notices, except those raised in our own
     code (fairseq_ctx, fairseq_ctx_prep, scripts, tests), which stay visible
     as pytest shows them."""
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one; run them with -m gpu)")
     from fairseq_ctx import quiet
 
     lines = ["ignore::DeprecationWarning", "ignore::PendingDeprecationWarning"]
