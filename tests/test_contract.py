@@ -375,14 +375,17 @@ def _documents(raw_dir, subset="test"):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_interactive_equals_generate(name, doc_corpus, trained_checkpoint, tmp_path, tmp_path_factory):
-    """fairseq-interactive on the raw test set, documents separated by an
-    empty line (which starts a new document: the same previous-sentence
+    """fairseq-interactive on the raw test set, under the document task with
+    documents separated by an empty line (which starts a new document: the same previous-sentence
     context as fairseq-generate's ``.docids``, across interactive's buffers
     of 4 lines), gives generate's hypotheses, sentence by sentence (same
     checkpoint, beam and length limits: tests/utils.py)."""
     docs = _documents(doc_corpus[0])
     assert [len(d) for d in docs] == [4, 4, 4, 2]
-    lines = [line for doc in docs for line in [*doc, ""]][:-1]
+    if BY_NAME[name].task:  # the document task: an empty line starts a new document
+        lines = [line for doc in docs for line in [*doc, ""]][:-1]
+    else:  # sentence-level: no context to separate (an empty line would be a sentence of its own)
+        lines = [line for doc in docs for line in doc]
     expected, _ = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory))
     hyps = interactive_in_process(doc_corpus[1], trained_checkpoint(name), lines, tmp_path,
                                   task_flags=BY_NAME[name].task)
@@ -404,8 +407,10 @@ def test_validate_loss_equals_score_reference(name, doc_corpus, trained_checkpoi
     over every target token of the test set (each ``H-`` score is its
     sentence's mean, base 2, over its ``P-`` positions). Validate runs in
     a process of its own: weights-only loading of each checkpoint for real."""
+    # (fairseq's translation task drops the last batch unless its size is a
+    # multiple of --required-batch-size-multiple, 8 by default; the document task does not)
     _, validate_proc = validate(doc_corpus[1], trained_checkpoint(name), subset="test",
-                                task_flags=BY_NAME[name].task)
+                                task_flags=BY_NAME[name].task, extra=["--required-batch-size-multiple", "1"])
     out = _generate(name, doc_corpus, trained_checkpoint, tmp_path_factory, extra=["--score-reference"])
     scores = {int(i): float(s) for i, s in re.findall(r"^H-(\d+)\t(\S+)\t", out, re.M)}
     positions = {int(i): len(p.split()) for i, p in re.findall(r"^P-(\d+)\t(.*)$", out, re.M)}
