@@ -306,3 +306,131 @@ def test_context_attention_script(trained, tmp_path):
     assert sum(v["count"] for v in res["types"].values()) == res["num_tokens"]
     top = res["ranking"][0]
     assert re.search(rf"^\s+1\s+{re.escape(top)}\s", proc.stdout, re.M)
+
+
+# ---------------------------------------------------------------------------
+# parity with fairseq's encoder when the context is switched off
+# ---------------------------------------------------------------------------
+
+def _switch_off_context(enc):
+    """The gated layer with its addition switched off: the context attention's
+    output projection zeroed (c_c = 0 exactly) and the gate saturated
+    (W_g = 0, b_g = 100: g = sigmoid(100) = 1.0 exactly in float32), so
+    c = c_c + g * (c_s - c_c) = c_s bit for bit."""
+    last = enc.layers[-1]
+    with torch.no_grad():
+        last.ctx_attn.out_proj.weight.zero_()
+        last.ctx_attn.out_proj.bias.zero_()
+        last.gate.weight.zero_()
+        last.gate.bias.fill_(100.0)
+    assert torch.sigmoid(last.gate.bias).eq(1.0).all()
+
+
+def _fairseq_encoder_with_our_weights(model):
+    """fairseq's own ``TransformerEncoderBase`` built from the model's cfg,
+    holding every weight the two encoders share (loaded strictly: only the
+    context encoder's own parameters are left out)."""
+    from fairseq.models.transformer import TransformerConfig, TransformerEncoderBase
+
+    enc = model.encoder
+    cfg = TransformerConfig.from_namespace(model.args)
+    ref = TransformerEncoderBase(cfg, enc.dictionary, torch.nn.Embedding(
+        *enc.embed_tokens.weight.shape, padding_idx=enc.padding_idx))
+    last = f"layers.{len(enc.layers) - 1}."
+    own = (f"{last}ctx_attn.", f"{last}gate.", "ctx_layer.", "ctx_layer_norm.")
+    state = enc.state_dict()
+    left_out = sorted(k for k in state if k.startswith(own))
+    assert left_out and all(k.startswith(own) for k in left_out)
+    ref.load_state_dict({k: v for k, v in state.items() if not k.startswith(own)}, strict=True)
+    return ref.eval()
+
+
+def _assert_same_as_upstream(ours, theirs, real_only=False):
+    """``ours`` (CtxEncEncoder.forward) equals ``theirs``
+    (TransformerEncoderBase.forward) entry by entry, within 1e-6.
+    ``real_only``: encoder_out compared at non-padding positions only."""
+    assert set(ours) - {"ctx_out", "ctx_padding_mask"} == set(theirs)
+    pad = theirs["encoder_padding_mask"][0]
+    for key in ("encoder_out", "encoder_padding_mask", "encoder_embedding", "src_lengths", "src_tokens"):
+        assert len(ours[key]) == len(theirs[key]), key
+        for a, b in zip(ours[key], theirs[key]):
+            assert a.shape == b.shape and a.dtype == b.dtype, key
+            if key == "encoder_out" and real_only:
+                a, b = a[~pad.t()], b[~pad.t()]
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=key)
+    assert len(ours["encoder_states"]) == len(theirs["encoder_states"])
+    for i, (a, b) in enumerate(zip(ours["encoder_states"], theirs["encoder_states"])):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=f"encoder_states[{i}]")
+    # upstream lists one fc_result per layer with return_all_hiddens, all None
+    # without return_fc (which transformer_ctxenc never passes)
+    assert ours["fc_results"] == [r for r in theirs["fc_results"] if r is not None] == []
+
+
+@pytest.mark.parametrize("pre_norm", [False, True], ids=["post_norm", "pre_norm"])
+@pytest.mark.parametrize("path", ["no_context", "joint", "separate", "chunked", "empty_rows", "state_cache"])
+def test_forward_with_context_switched_off_equals_fairseqs_encoder(monkeypatch, path, pre_norm):
+    """``CtxEncEncoder.forward`` mirrors fairseq's
+    ``TransformerEncoderBase.forward_scriptable`` (its docstring says so):
+    with the gated layer's addition switched off (see _switch_off_context)
+    each of its paths -- no context given, source and context through the
+    shared layers as one batch, separately, in length-grouped context chunks,
+    contexts that are all padding, and the decoding cache of shared-layer
+    states -- returns what fairseq's own encoder returns with the same
+    weights: encoder_out, encoder_padding_mask, encoder_embedding,
+    encoder_states (return_all_hiddens), src_lengths, within 1e-6, with
+    left-padded sources of three lengths. The cache path keeps zeros at
+    padded positions (the decoder never reads them), so there encoder_out is
+    compared at real positions. Bit-exact on CPU; 1e-6 leaves room for
+    kernels that block the joint batch differently. (Tried:
+    ``x_src = x[:src_len, :bsz]`` -> ``x[:src_len, bsz:]`` in the joint
+    path, the source taking the context's states: fails joint and
+    empty_rows; ``encoder_states.append(x)`` after the gated layer dropped:
+    fails every path that returns all hiddens; ``embed_scale`` dropped from
+    the cache path's ``encoder_embedding``: fails state_cache.)"""
+    from fairseq.models.transformer import TransformerEncoderBase
+
+    from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache
+
+    assert "TransformerEncoderBase.forward_scriptable" in ctxenc_mod.CtxEncEncoder.forward.__doc__
+    model = tiny(["--encoder-layers", "3"] + (["--encoder-normalize-before"] if pre_norm else []))
+    enc = model.encoder
+    _switch_off_context(enc)
+    ref = _fairseq_encoder_with_our_weights(model)
+    src = rand_tokens(6, 0, 40, lengths=[7, 4, 6, 7, 5, 3])
+    lens = src.ne(1).sum(1)
+    ctx = {
+        "no_context": None,
+        "joint": rand_tokens(6, 0, 41, lengths=[6, 5, 7, 3, 6, 4]),
+        "separate": rand_tokens(6, 0, 42, lengths=[2, 1, 3, 2, 1, 2]),
+        "chunked": rand_tokens(6, 0, 43, lengths=[3, 9, 1, 5, 2, 8], pad_to=11),
+        "empty_rows": rand_tokens(6, 0, 44, lengths=[5, 6, 4, 7, 3, 5]),
+        "state_cache": rand_tokens(6, 0, 45, lengths=[6, 5, 7, 3, 6, 4]),
+    }[path]
+    if path == "empty_rows":
+        ctx[1] = ctx[4] = 1  # the first sentences of documents: nothing but padding
+    if path == "chunked":
+        monkeypatch.setattr(ctxenc_mod, "MIN_CHUNK_ROWS", 1)
+        monkeypatch.setattr(ctxenc_mod, "CONTEXT_MIN_FILL", 1.01)
+        assert ctxenc_mod.CtxEncEncoder._context_chunks(ctx[:, 2:].eq(1)) is not None
+    if path == "separate":
+        monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 0.0)
+    if path in ("joint", "empty_rows"):
+        monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 100.0)
+    with torch.no_grad():
+        if path == "state_cache":
+            enc.state_cache = SharedStateCache()
+            for _ in range(2):  # first fills the cache, then reads it
+                ours = enc(src, lens, ctx_tokens=ctx)
+                _assert_same_as_upstream(ours, TransformerEncoderBase.forward(ref, src, lens), real_only=True)
+            assert enc.state_cache.hits > 0
+            return
+        for hiddens in (False, True):
+            ours = enc(src, lens, ctx_tokens=ctx, return_all_hiddens=hiddens)
+            theirs = TransformerEncoderBase.forward(ref, src, lens, return_all_hiddens=hiddens)
+            assert len(theirs["encoder_states"]) == (4 if hiddens else 0)
+            _assert_same_as_upstream(ours, theirs)
+    # switched back on, the context does change the output: the comparison is not vacuous
+    with torch.no_grad():
+        enc.layers[-1].gate.bias.fill_(0.0)
+        on = enc(src, lens, ctx_tokens=ctx)["encoder_out"][0]
+    assert (on - theirs["encoder_out"][0]).abs().max() > 1e-3

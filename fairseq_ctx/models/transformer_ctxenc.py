@@ -158,7 +158,16 @@ class CtxEncEncoder(TransformerEncoderBase):
         token_embeddings: Optional[Tensor] = None,
         return_context: bool = False,
     ):
-        """
+        """Mirrors fairseq's ``TransformerEncoderBase.forward_scriptable``
+        (embedding with padding zeroed, the layers, the final layer norm, the
+        same output dict), with the context encoder added and the last layer
+        gated; three paths through the shared layers (cached states, one
+        joint source+context batch, separate passes).  With the gated
+        layer's addition switched off it returns upstream's output
+        (``tests/test_ctxenc.py``).  Unlike upstream, ``fc_results`` stays
+        empty (upstream lists one ``None`` per layer with
+        ``return_all_hiddens``; ``return_fc`` is never used here).
+
         Args:
             src_tokens: B x T source tokens; src_lengths: B
             ctx_tokens: B x T_ctx context tokens (None: empty context);
