@@ -33,6 +33,7 @@ What is *not* here, because it is fixed where it arises:
 import logging
 import os
 import sys
+import threading
 import warnings
 
 # (message regex, category, module regex), each an "ignore": message regexes
@@ -96,17 +97,36 @@ def undo_debug_logging():
         root.setLevel(wanted if isinstance(logging.getLevelName(wanted), int) else logging.INFO)
 
 
+# the attribute of a wrapping hook that says (per thread) that it is asking the
+# other finders at this moment; on the hook itself, because this module can be
+# loaded twice (as fairseq_ctx.quiet and from the start-up .pth by file path)
+_ASKING = "_fairseq_ctx_asking"
+
+
+def _is_asking(finder) -> bool:
+    return getattr(getattr(finder, _ASKING, None), "value", False)
+
+
 def spec_of_other_finders(hook, fullname, path=None, target=None):
     """The module spec that the ``sys.meta_path`` finders other than
     ``hook`` give for ``fullname`` (None if none does): for import hooks
-    that only wrap what the normal finders find."""
-    for finder in sys.meta_path:
-        if finder is hook or not hasattr(finder, "find_spec"):
-            continue
-        spec = finder.find_spec(fullname, path, target)
-        if spec is not None:
-            return spec
-    return None
+    that only wrap what the normal finders find.  A hook that is itself
+    asking at this moment is skipped, so that two such hooks (the start-up
+    one of this module and the package's) do not ask each other without
+    end: the inner one wraps the normal finders' spec, the outer one wraps
+    that."""
+    flag = hook.__dict__.setdefault(_ASKING, threading.local())
+    flag.value = True
+    try:
+        for finder in sys.meta_path:
+            if finder is hook or _is_asking(finder) or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                return spec
+        return None
+    finally:
+        flag.value = False
 
 
 class _InstallWhenFairseqIsImported:

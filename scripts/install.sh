@@ -38,5 +38,7 @@ pip_install --no-build-isolation --no-deps -e .
 # filters when they import fairseq, before they load the plugin (fairseq-hydra-train
 # composes its config, and hydra warns, before it does); a process that does not
 # import fairseq is untouched (FAIRSEQ_CTX_UPSTREAM_WARNINGS=1 turns it off)
-"$PY" -m fairseq_ctx.quiet --install
+# (called as a function: `python3 -m fairseq_ctx.quiet` makes runpy warn that the
+# package had imported the module already)
+"$PY" -c "from fairseq_ctx.quiet import main; main(['--install'])"
 "$PY" -c "import fairseq, fairseq_ctx, torch; print('fairseq', fairseq.__version__, '| torch', torch.__version__, '| fairseq_ctx', fairseq_ctx.__version__)"

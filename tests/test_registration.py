@@ -64,3 +64,26 @@ def test_registered_however_imported(case):
     code = textwrap.dedent(CASES[case]) + REGISTERED
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+def test_the_start_up_hook_and_the_package_hook_import_fairseq_together():
+    """With fairseq_ctx_quiet.pth's start-up hook (this file loaded again by
+    its path) and the package's hook both waiting for fairseq, importing the
+    package first and fairseq second runs both hooks, once each (two
+    wrapping finders once asked each other without end: RecursionError)."""
+    import subprocess
+
+    from fairseq_ctx import quiet
+
+    code = quiet.startup_line() + (
+        "import fairseq_ctx.architectures, sys, warnings\n"
+        "from fairseq import options\n"
+        "import fairseq_ctx\n"
+        "assert fairseq_ctx._registered\n"
+        "assert not [f for f in sys.meta_path if 'WhenFairseqIsImported' in type(f).__name__], sys.meta_path\n"
+        "print(len(warnings.filters))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={k: v for k, v in __import__("os").environ.items()
+                               if k != "FAIRSEQ_CTX_UPSTREAM_WARNINGS"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout.split()[-1]) >= len(quiet.UPSTREAM_FILTERS)
