@@ -201,6 +201,70 @@ def test_shared_pass_strategies_agree(monkeypatch, path):
 
 
 # ---------------------------------------------------------------------------
+# every grid setting (the document task's context modes), by value
+# ---------------------------------------------------------------------------
+
+from fairseq_ctx.architectures import option_grid  # noqa: E402
+
+CTXENC_GRID = option_grid("transformer_ctxenc")
+
+
+@pytest.mark.parametrize("variant", CTXENC_GRID, ids=[v.name for v in CTXENC_GRID])
+def test_every_grid_setting_reads_the_context_it_names(doc_corpus, variant):
+    """Each setting of the option grid (``--context-mode`` previous / next /
+    random, set by the variant's task flags) on the toy corpus's valid split
+    (12 sentences, documents of 4), all in one batch as the task collates
+    it: the context of each sentence is the one the mode names, written out
+    from the raw text (the previous / next line of the same document, else
+    none; random: another line of the split, not always the previous one),
+    and the encoder's output for each sentence in the batch equals the
+    encoder run on that sentence alone with that context given explicitly
+    (no context: the empty one), so the mode reaches the model's values."""
+    from fairseq import options, tasks
+
+    raw, bin_dir = doc_corpus
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(bin_dir), *variant.task, "--arch", "transformer_ctxenc_tiny", "--dropout", "0"])
+    mode = variant.task_settings["context_mode"]
+    assert args.context_mode == mode
+    task = tasks.setup_task(args)
+    task.load_dataset("valid")
+    torch.manual_seed(0)
+    model = task.build_model(args).eval()
+    ds, d = task.dataset("valid"), task.source_dictionary
+    lines = (raw / "valid.src").read_text().splitlines()
+    docids = (raw / "valid.docids").read_text().splitlines()
+    n = len(lines)
+    sample = ds.collater([ds[i] for i in range(n)])
+    net = sample["net_input"]
+    with torch.no_grad():
+        batched = model.encoder(net["src_tokens"], net["src_lengths"], ctx_tokens=net["ctx_tokens"])["encoder_out"][0]
+    previous = [lines[i - 1] if i > 0 and docids[i - 1] == docids[i] else "" for i in range(n)]
+    chosen, moved = [], 0.0
+    for b, i in enumerate(sample["id"].tolist()):
+        row = net["ctx_tokens"][b]
+        got = d.string(row[row.ne(d.pad())])
+        if mode == "previous":
+            assert got == previous[i]
+        elif mode == "next":
+            assert got == (lines[i + 1] if i + 1 < n and docids[i + 1] == docids[i] else "")
+        else:
+            assert got in lines[:i] + lines[i + 1:]
+        chosen.append(got != previous[i])
+        src = net["src_tokens"][b]
+        src = src[src.ne(d.pad())].unsqueeze(0)
+        ctx = d.encode_line(got, add_if_not_exist=False, append_eos=True).long().unsqueeze(0) if got else None
+        with torch.no_grad():
+            alone = model.encoder(src, ctx_tokens=ctx)["encoder_out"][0][:, 0]
+            none = model.encoder(src)["encoder_out"][0][:, 0]
+        real = net["src_tokens"][b].ne(d.pad())
+        torch.testing.assert_close(batched[real, b], alone, atol=1e-5, rtol=1e-5)
+        moved = max(moved, float((alone - none).abs().max()))
+    assert moved > 1e-3  # the context changes the output
+    assert any(chosen) == (mode != "previous")
+
+
+# ---------------------------------------------------------------------------
 # decoding
 # ---------------------------------------------------------------------------
 

@@ -605,3 +605,136 @@ def test_gates_by_pos_tagged_by_spacy(tmp_path):
     assert summary["by_tag"] == ctxsan_pos.pos_means(POS_RECORDS, expected)
     with pytest.raises(Exception, match="spaCy model 'no_such_model' is not installed"):
         ctxsan_pos.spacy_tags(words, "no_such_model")
+
+
+# ---------------------------------------------------------------- every grid setting, by value
+
+from fairseq_ctx.architectures import option_grid  # noqa: E402
+
+CTXSAN_GRID = option_grid("transformer_ctxsan")
+
+
+def _record_self_attention(stack):
+    """Per layer of ``stack``: its input H^l (the context's building block,
+    Eq. 8-10) and its self-attention's query input and output, as the model
+    runs (forward hooks; fairseq's layers call the attention by keyword)."""
+    records, handles = [{} for _ in stack.layers], []
+    for rec, layer in zip(records, stack.layers):
+        def layer_input(module, args, kwargs, rec=rec):
+            rec["h"] = args[0] if args else kwargs["x"]
+
+        def attention_io(module, args, kwargs, out, rec=rec):
+            rec["query"], rec["out"] = kwargs["query"] if "query" in kwargs else args[0], out[0]
+
+        handles.append(layer.register_forward_pre_hook(layer_input, with_kwargs=True))
+        handles.append(layer.self_attn.register_forward_hook(attention_io, with_kwargs=True))
+    return records, handles
+
+
+def _attend(q, k, v, heads, mask):
+    """concat_h softmax(Q_h K_h^T / sqrt(d_h) + mask) V_h (Eq. 3 and 7);
+    q, k, v: T x B x C; mask: B x T x T additive."""
+    T, B, C = q.shape
+    hd = C // heads
+    split = lambda t: t.reshape(T, B, heads, hd).permute(1, 2, 0, 3)  # noqa: E731
+    w = torch.softmax(split(q) @ split(k).transpose(-1, -2) / hd ** 0.5 + mask.unsqueeze(1), -1)
+    return (w @ split(v)).permute(2, 0, 1, 3).reshape(T, B, C)
+
+
+def _means(h, real, causal):
+    """Eq. 8: the mean of H over the real positions of each sentence
+    (encoder), or over the real positions up to each one (decoder, footnote
+    2); one row per position. h: T x B x C; real: T x B."""
+    out = torch.empty_like(h)
+    for t in range(h.size(0)):
+        seen = slice(0, t + 1) if causal else slice(0, h.size(0))
+        w = real[seen].unsqueeze(-1).float()
+        out[t] = (h[seen] * w).sum(0) / w.sum(0)
+    return out
+
+
+def _ctxsan_reference(att, settings, hs, x, real, causal):
+    """The self-attention of layer l = len(hs) written from Eq. 3-10 with
+    the module's weights, the context type and the contextualised Q / K
+    taken from the grid ``settings`` (not from the module). ``hs``: the
+    inputs H^1..H^l of the layers of this stack; ``x``: the attention's query
+    input (H^l after the pre-norm if any). Without context (the plain side,
+    or layer 1 of a deep context) this is the plain attention of Eq. 3."""
+    T, B, d = x.shape
+    layer = len(hs)
+    mask = torch.zeros(B, T, T).masked_fill(~real.t().unsqueeze(1), float("-inf"))
+    if causal:
+        mask = mask.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    if not isinstance(att, ContextAwareSelfAttention):  # fairseq's MultiheadAttention
+        return att.out_proj(_attend(att.q_proj(x), att.k_proj(x), att.v_proj(x), att.num_heads, mask))
+    W, b = att.in_proj.weight, att.in_proj.bias
+    Q, K, V = (x @ W[i * d:(i + 1) * d].t() + b[i * d:(i + 1) * d] for i in range(3))
+    contexts = {  # Eq. 8, 10 and 9: the context C of each type, T x B x d_c
+        "global": _means(hs[-1], real, causal),
+        "deep-global": torch.cat([_means(h, real, causal) for h in hs], -1),
+        "deep": torch.cat(hs[:-1], -1) if layer > 1 else None,
+    }
+    parts = [p for p in settings["ctxsan_context"].split("+") if contexts[p] is not None]  # summed, one gate
+    assert sorted(att.ctx_proj) == sorted(p.replace("-", "_") for p in parts)
+    if not parts:  # no deep context below layer 1
+        return att.out_proj(_attend(Q, K, V, att.num_heads, mask))
+    CU = sum(contexts[p] @ att.ctx_proj[p.replace("-", "_")].weight.t() for p in parts)  # C [U_Q U_K]
+    mixed = {"query": ["Q"], "key": ["K"], "both": ["Q", "K"]}[settings["ctxsan_contextualize"]]
+    qk = {"Q": Q, "K": K}
+    for j, which in enumerate(mixed):
+        cu = CU[..., j * d:(j + 1) * d]
+        lam = torch.sigmoid(qk[which] @ att.gate_h[j] + cu @ att.gate_c[j]).unsqueeze(-1)  # Eq. 6
+        qk[which] = (1 - lam) * qk[which] + lam * cu  # Eq. 5
+    return att.out_proj(_attend(qk["Q"], qk["K"], V, att.num_heads, mask))
+
+
+@pytest.mark.parametrize("variant", CTXSAN_GRID, ids=[v.name for v in CTXSAN_GRID])
+def test_every_grid_setting_computes_its_equations(variant):
+    """Each setting of the option grid (context type x side x contextualised
+    Q / K: Tables 1 and 3), in the whole model (3 + 3 layers, random gates,
+    left-padded sources, a right-padded target): every self-attention layer
+    of the context-aware side(s) equals Eq. 5-7 with that setting's context
+    (Eq. 8-10) built by hand from the inputs of the layers of its own stack
+    (sentence means ignoring padding in the encoder, prefix means in the
+    decoder), mixed into the queries, the keys or both; every layer of the
+    other side is plain attention (Eq. 3). (Tried, one at a time in
+    ctxsan_attention.py: the global context read from H^1 instead of H^l
+    fails the 9 global settings; U_Q / U_K rows swapped for query- and
+    key-only fails those 24 settings; the deep context read from
+    H^2..H^l instead of H^1..H^{l-1} fails the 18 deep and deep-global+deep
+    settings; the decoder's prefix means replaced by whole-target means
+    fails the 18 decoder / both settings with a mean-based context.)"""
+    torch.manual_seed(0)
+    model, d = build("transformer_ctxsan_tiny", [*variant.flags, "--encoder-layers", "3", "--decoder-layers", "3"])
+    assert model.args.ctxsan_context == variant.settings["ctxsan_context"]
+    model.eval()
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith(("gate_h", "gate_c")):
+                param.normal_(std=0.5)
+    src, lens, tgt = _batch(d)
+    aware = {"encoder": ("encoder", "both"), "decoder": ("decoder", "both")}
+    records = {}
+    handles = []
+    for side in ("encoder", "decoder"):
+        records[side], h = _record_self_attention(getattr(model, side))
+        handles += h
+    try:
+        with torch.no_grad():
+            model(src, lens, tgt)
+    finally:
+        for h in handles:
+            h.remove()
+    real = {"encoder": src.ne(d.pad()).t(), "decoder": tgt.ne(d.pad()).t()}
+    with_context = 0
+    for side in ("encoder", "decoder"):
+        context_side = variant.settings["ctxsan_side"] in aware[side]
+        for i, (layer, rec) in enumerate(zip(getattr(model, side).layers, records[side])):
+            att = layer.self_attn
+            assert isinstance(att, ContextAwareSelfAttention) == context_side, (side, type(att))
+            hs = [r["h"] for r in records[side][:i + 1]]
+            want = _ctxsan_reference(att, variant.settings, hs, rec["query"], real[side], side == "decoder")
+            keep = real[side]
+            torch.testing.assert_close(rec["out"][keep], want[keep], atol=2e-5, rtol=1e-5)
+            with_context += context_side and att.has_context
+    assert with_context, "no context-aware layer ran"

@@ -63,15 +63,19 @@ def test_module_shapes_and_weights():
     assert n_params(m) == expected
 
 
-def _reference_dc(m, r, key_padding_mask, attn_mask):
+def _reference_dc(m, r, key_padding_mask, attn_mask, f=None, causal=None):
     """Eq. 6-8 written out with the module's parameters: the local unit
     l_c = LN(GLU([r_{t-a}..r_{t+b}] W_r + b_r) + r) over zero-padded inputs,
     h_l = FI(r, l_c), h_g = FI(r, r) with FI(A, B) = concat_i ATT(A W^q_i,
-    B W^k_i, B W^v_i), and z_hat = [h_l; h_g] W_z + b_z. r: T x B x C."""
+    B W^k_i, B W^v_i), and z_hat = [h_l; h_g] W_z + b_z. r: T x B x C.
+    ``f``, ``causal``: the kernel size and the window (left of t only, or
+    centred) to write it with (default: the module's)."""
     T, B, C = r.shape
-    H, hd, f = m.num_heads, m.head_dim, m.kernel_size
+    H, hd = m.num_heads, m.head_dim
+    f = m.kernel_size if f is None else f
+    causal = m.causal if causal is None else causal
     real = r if key_padding_mask is None else r * (~key_padding_mask).t().unsqueeze(-1)
-    a = f - 1 if m.causal else f // 2
+    a = f - 1 if causal else f // 2
     padded = torch.cat([r.new_zeros(a, B, C), real, r.new_zeros(f - 1 - a, B, C)])
     window = torch.cat([padded[k:k + T] for k in range(f)], dim=-1)  # T x B x f*C
     w_r = m.conv_weight.permute(1, 0, 2).reshape(2 * C, f * C)
@@ -205,6 +209,83 @@ def test_parameter_growth_matches_paper():
     assert abs(growth["transformer_dc"] - 12.7) / 12.7 < 0.05, growth
     assert abs(growth["transformer_dc_dec"] - 12.7) / 12.7 < 0.05, growth
     assert abs(growth["transformer_dc_full"] - 25.0) / 25.0 < 0.05, growth
+
+
+# ---------------------------------------------------------------------------
+# every grid setting, by value
+# ---------------------------------------------------------------------------
+from fairseq_ctx.architectures import option_grid  # noqa: E402
+
+DC_GRID = option_grid("transformer_dc")
+
+
+def _plain_attention(att, x, mask):
+    """fairseq's self-attention written out: concat_h softmax(Q_h K_h^T /
+    sqrt(d_h) + mask) V_h, then W_O. x: T x B x C; mask: B x T x T additive."""
+    T, B, C = x.shape
+    H = att.num_heads
+    hd = C // H
+    split = lambda t: t.reshape(T, B, H, hd).permute(1, 2, 0, 3)  # noqa: E731
+    q, k, v = split(att.q_proj(x)), split(att.k_proj(x)), split(att.v_proj(x))
+    w = torch.softmax(q @ k.transpose(-1, -2) / hd ** 0.5 + mask.unsqueeze(1), -1)
+    return att.out_proj((w @ v).permute(2, 0, 1, 3).reshape(T, B, C))
+
+
+@pytest.mark.parametrize("variant", DC_GRID, ids=[v.name for v in DC_GRID])
+def test_every_grid_setting_computes_its_equations(variant):
+    """Each setting of the option grid (Enc-DC, Dec-DC, Full-DC x kernel
+    size f), in the whole model with every parameter random, left-padded
+    sources and a right-padded target: in every layer the setting puts DC
+    in, the self-attention sublayer's output equals Eq. 6-8 written out
+    (_reference_dc) with the setting's f, a centred window and the source's
+    padding in the encoder, a causal window and mask in the decoder; every
+    other layer's equals plain attention."""
+    torch.manual_seed(0)
+    model = build("transformer_dc_tiny", list(variant.flags)).eval()
+    f = variant.settings["dc_kernel_size"]
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".self_attn." in name:
+                p.normal_(std=0.5)
+    src = _tokens([4, 9, 6], pad_left=True)
+    tgt = _tokens([7, 5, 7], pad_left=False, seed=1, bos=2)
+    records = {"encoder": [{} for _ in model.encoder.layers], "decoder": [{} for _ in model.decoder.layers]}
+    handles = []
+    for side, recs in records.items():
+        for rec, layer in zip(recs, getattr(model, side).layers):
+            def io(module, args, kwargs, out, rec=rec):
+                rec["r"], rec["out"] = kwargs["query"] if "query" in kwargs else args[0], out[0]
+            handles.append(layer.self_attn.register_forward_hook(io, with_kwargs=True))
+    try:
+        with torch.no_grad():
+            model(src, src.ne(1).sum(1), tgt)
+    finally:
+        for h in handles:
+            h.remove()
+    pads = {"encoder": src.eq(1), "decoder": tgt.eq(1)}
+    dc_layers = 0
+    for side, spec in (("encoder", variant.settings["dc_encoder_layers"]),
+                       ("decoder", variant.settings["dc_decoder_layers"])):
+        assert spec in ("all", "none"), spec
+        pad = pads[side]
+        T = pad.size(1)
+        future = torch.triu(torch.full((T, T), float("-inf")), 1)
+        for layer, rec in zip(getattr(model, side).layers, records[side]):
+            att = layer.self_attn
+            assert isinstance(att, DualContextualModule) == (spec == "all"), (side, type(att))
+            if spec == "all":
+                dc_layers += 1
+                if side == "encoder":
+                    want = _reference_dc(att, rec["r"], pad, None, f=f, causal=False)
+                else:  # the target is right-padded: the causal window never reaches its padding
+                    want = _reference_dc(att, rec["r"], None, future, f=f, causal=True)
+            else:
+                mask = torch.zeros(pad.size(0), T, T).masked_fill(pad.unsqueeze(1), float("-inf"))
+                want = _plain_attention(att, rec["r"], mask + future if side == "decoder" else mask)
+            real = ~pad.t()
+            torch.testing.assert_close(rec["out"][real], want[real], atol=1e-5, rtol=1e-5)
+    assert dc_layers == 2 * (variant.settings["dc_encoder_layers"] == "all") \
+        + 2 * (variant.settings["dc_decoder_layers"] == "all")
 
 
 # ---------------------------------------------------------------------------

@@ -212,6 +212,106 @@ def test_context_gate_caches_global_terms_and_reorders():
     torch.testing.assert_close(plain(r, s), r + s.unsqueeze(1))
 
 
+# ----------------------------------------------------------------- every grid setting, by value
+
+from fairseq_ctx.architectures import option_grid  # noqa: E402
+
+GRET_GRID = option_grid("transformer_gret")
+
+
+def _atp_of_capsules_by_hand(routing, pool, h, num_capsules, iterations, softmax_dim):
+    """ATP(U^m) of one sentence's real states h (I x d): Algorithm 1 with
+    W_k = diag(v_k) W materialised (Eq. 2-6), then attentive pooling
+    (Eq. 7-9, FFN = tanh(linear))."""
+    w_k = routing.capsule_scale.unsqueeze(-1) * routing.proj.weight  # K x d x d
+    assert w_k.size(0) == num_capsules
+    h_hat = torch.einsum("kde,ie->kid", w_k, h)  # Eq. 3: K x I x d
+    logits = torch.zeros(h_hat.shape[:2])  # K x I
+    for _ in range(iterations):
+        c = F.softmax(logits, dim=softmax_dim)  # Eq. 5
+        u = _squash_eq4((c.unsqueeze(-1) * h_hat).sum(1))  # Eq. 2: K x d
+        logits = logits + (h_hat * u.unsqueeze(1)).sum(-1)  # Eq. 6
+    s_hat = torch.tanh(pool.query_ffn(u.mean(0)))  # Eq. 9
+    a = F.softmax(u @ s_hat, dim=0)  # Eq. 8
+    return torch.tanh(pool.out_ffn((a.unsqueeze(-1) * u).sum(0)))  # Eq. 7
+
+
+def _global_state_by_hand(glob, layer_states, lengths, settings, iterations):
+    """s of every sentence under a grid setting, from the encoder layers'
+    outputs (each T x B x d, left-padded), one sentence at a time over its
+    real positions: per layer ATP(U^m) (or, --gret-no-capsule, the mean of
+    the states), then the GRU of Eq. 10 written out from s^0 = 0 over every
+    layer (or, --gret-no-aggregation, the last layer's alone, no GRU)."""
+    softmax_dim = {"capsules": 0, "positions": 1}[settings["gret_routing_softmax"]]
+    pooled_layers = layer_states if not settings["gret_no_aggregation"] else layer_states[-1:]
+    out = []
+    for b, n in enumerate(lengths):
+        pooled = []
+        for m, states in enumerate(pooled_layers):
+            h = states[states.size(0) - n:, b]  # I x d
+            if settings["gret_no_capsule"]:
+                pooled.append(h.mean(0))
+            else:
+                pooled.append(_atp_of_capsules_by_hand(glob.routing[m], glob.pooling[m], h,
+                                                       settings["gret_capsules"], iterations, softmax_dim))
+        if settings["gret_no_aggregation"]:
+            assert glob.gru is None
+            out.append(pooled[-1])
+            continue
+        gru = glob.gru
+        d = gru.hidden_size
+        s = torch.zeros(d)
+        for x in pooled:  # Eq. 10: s^m = GRU(x^m, s^{m-1})
+            gi = gru.weight_ih @ x + gru.bias_ih
+            gh = gru.weight_hh @ s + gru.bias_hh
+            r = torch.sigmoid(gi[:d] + gh[:d])
+            z = torch.sigmoid(gi[d:2 * d] + gh[d:2 * d])
+            cand = torch.tanh(gi[2 * d:] + r * gh[2 * d:])
+            s = (1 - z) * cand + z * s
+        out.append(s)
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("variant", GRET_GRID, ids=[v.name for v in GRET_GRID])
+def test_every_grid_setting_computes_its_equations(variant):
+    """Each setting of the option grid (the full model, every row of Table 3
+    -- each subset of no capsule / no aggregation / no gate -- with either
+    routing softmax, and few capsules) in the whole model (3 encoder
+    layers, left-padded sources): ``encoder_out["gret_global"]`` equals s
+    built by hand from the encoder layers' outputs with that setting's
+    components (_global_state_by_hand), and the decoder's output equals
+    fairseq's own decoder features (``TransformerDecoderBase.extract_features``
+    on the same module: Eq. 11) fused by Eq. 12-13, r + sigmoid(W_r r + b +
+    W_s s) * s, or by plain addition r + s under --gret-no-gate, then the
+    output projection (Eq. 14)."""
+    from fairseq.models.transformer import TransformerDecoderBase
+
+    model, d = tiny_gret([*variant.flags, "--encoder-layers", "3"])
+    settings = variant.settings
+    lengths = [6, 9, 4]
+    src = left_pad(random_sentences(d, lengths, seed=7), d.pad())
+    prev = _decoder_inputs(d)
+    with torch.no_grad():
+        enc = model.encoder(src, torch.tensor(lengths), return_all_hiddens=True)
+        s = enc["gret_global"][0]
+        want = _global_state_by_hand(model.encoder.gret_global, enc["encoder_states"][1:], lengths, settings,
+                                     model.args.gret_routing_iters)
+        torch.testing.assert_close(s, want, atol=1e-5, rtol=1e-4)
+
+        gate = model.decoder.gret_gate
+        r, _ = TransformerDecoderBase.extract_features(model.decoder, prev, enc)  # B x T x C, no global state
+        if settings["gret_no_gate"]:
+            assert gate.state_gate is None and gate.global_gate is None
+            fused = r + s.unsqueeze(1)
+        else:
+            g = torch.sigmoid(r @ gate.state_gate.weight.t() + gate.state_gate.bias
+                              + (s @ gate.global_gate.weight.t()).unsqueeze(1))  # Eq. 12
+            fused = r + g * s.unsqueeze(1)  # Eq. 13
+        logits, _ = model.decoder(prev, enc)
+        torch.testing.assert_close(logits, model.decoder.output_layer(fused), atol=1e-5, rtol=1e-5)
+        assert (s.abs().max(-1).values > 1e-3).all()  # s is not zero: the fusion is visible
+
+
 # ----------------------------------------------------------------- model build
 
 
