@@ -24,10 +24,22 @@
    with none; broken down by every key the set records (antecedent
    distance for ContraPro).
 
+3. **Generated accuracy** (with the set, unless ``--no-generated``;
+   :mod:`fairseq_ctx.contrastive.generated`): each item's source translated
+   by beam search with its *own* context (the item's context sentences and
+   source decoded in order as one document: a ``--target-context`` model
+   gets its own previous translations), the *reference* context (the set's
+   target context forced as the prefix; ``--target-context`` models only)
+   and *none*; an item that differs from its wrong candidates in one word or
+   phrase is right when its translation holds the correct form and not the
+   wrong one; the "scores right, translates wrong" matrix crosses that with
+   the forced-decoding verdicts.
+
 A sentence-level model (plain ``transformer`` under the document task)
-ignores its context: every CXMI is exactly 0 and the three accuracies are
-equal. Models that take target context (``--target-context``) are refused:
-their reference prefix is scored too, which CXMI does not define.
+ignores its context: every CXMI is exactly 0 and the accuracies do not
+change with the context. For a model that takes target context
+(``--target-context``) CXMI is not computed (its reference prefix would be
+scored too, which CXMI does not define): it needs a contrastive set.
 """
 import argparse
 import json
@@ -100,18 +112,28 @@ def get_parser():
     c.add_argument("--context-lines", type=int)
     c.add_argument("--segment-separator", default="_eos")
     c.add_argument("--max-groups", type=int)
+    c.add_argument("--ties", choices=["official", "wrong", "right", "half"], default="official",
+                   help="credit of a tie for the best score (as fairseq-ctx-contrastive; default official)")
+    gen = p.add_argument_group("generated accuracy (with a contrastive set): the decoding of each item")
+    gen.add_argument("--beam", type=int, default=5, help="beam size (default 5, as fairseq-generate)")
+    gen.add_argument("--max-len-a", type=float, default=0.0, help="as fairseq-generate (default 0)")
+    gen.add_argument("--max-len-b", type=int, default=200, help="as fairseq-generate (default 200)")
+    gen.add_argument("--lenpen", type=float, default=1.0, help="as fairseq-generate (default 1)")
+    gen.add_argument("--no-generated", action="store_true",
+                     help="score the contrastive set only: no translating, no generated accuracy")
     return p
 
 
 def parse_args(argv=None):
     parser = get_parser()
     args = parse_with_encoders(parser, argv)
-    for name in ("top", "bootstrap", "batch_size"):
+    for name in ("top", "bootstrap", "batch_size", "beam"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.context_size is not None and args.context_size < 1:
         parser.error(f"--context-size must be >= 1 (the true context; 'none' is measured anyway), "
                      f"got {args.context_size}")
+    args.tie_tolerance = 0.0  # scores compared exactly, as the suites' scripts do
     given = [f for f in ("src", "dst", "json") if getattr(args, f)]
     if given and args.format is None:
         parser.error(f"--{given[0]}: a contrastive set needs --format")
@@ -198,42 +220,189 @@ def _deranged_groups(groups, seed: int):
     return out
 
 
-def contrastive_report(models, task, args, use_cuda) -> Dict:
-    from fairseq_ctx.contrastive.accuracy import evaluate
+def contrastive_report(models, task, args, use_cuda, groups) -> Dict:
+    """Accuracy with true, shuffled and no context; ``verdicts`` holds, for
+    the true and no context, whether each group's true candidate was scored
+    best (the forced-decoding side of the generated matrix)."""
+    from fairseq_ctx.contrastive.accuracy import evaluate, group_credit
     from fairseq_ctx.contrastive.command import build_side_encoders
-    from fairseq_ctx.contrastive.readers import read_groups
     from fairseq_ctx.contrastive.scorer import ModelScorer, score_groups
 
-    args.ties, args.tie_tolerance = "official", 0.0
-    groups = read_groups(args)
     encode_source, encode_target = build_side_encoders(args)
-    scorer = ModelScorer(models, task, encode_source, encode_target, context_size=task.cfg.context_size,
+    size = task.cfg.context_size
+    scorer = ModelScorer(models, task, encode_source, encode_target, context_size=size,
+                         target_context_size=size if getattr(task.cfg, "target_context", False) else 0,
                          batch_size=args.batch_size, device="cuda" if use_cuda else "cpu",
                          max_tokens=args.max_tokens)
     variants = {
         "true": groups,
         "shuffled": _deranged_groups(groups, args.seed),
-        "none": [replace(g, candidates=[replace(c, source_context=[], target_context=[]) for c in g.candidates])
-                 for g in groups],
+        "none": _without_context(groups),
     }
-    return {name: evaluate(gs, score_groups(scorer, gs)) for name, gs in variants.items()}
+    out, verdicts = {}, {}
+    for name, gs in variants.items():
+        scores = score_groups(scorer, gs)
+        out[name] = evaluate(gs, scores, ties=args.ties, tolerance=args.tie_tolerance)
+        verdicts[name] = [group_credit(s, g.true_index, args.ties, args.tie_tolerance, g.rule)[0] == 1.0
+                          for g, s in zip(gs, scores)]
+    return out, verdicts
+
+
+def _without_context(groups):
+    return [replace(g, candidates=[replace(c, source_context=[], target_context=[]) for c in g.candidates])
+            for g in groups]
+
+
+# generation condition -> the forced-decoding condition its matrix is crossed with
+GENERATION_CONDITIONS = {"own": "true", "reference": "true", "none": "none"}
+
+
+def translate_items(hub, task, args, groups, condition: str, encode_source, encode_target,
+                    from_subwords) -> List[str]:
+    """One translation (in the candidates' text space) of each group's
+    source, decoded by ``hub`` with the context of ``condition``:
+
+    * ``own``: the group's source context sentences and its source as one
+      document, in order; a model with target context gets its own
+      translations of the sentences before (so they are decoded too),
+      any other model only the source context (the document's newest
+      ``--context-size`` sentences, as the task gives them);
+    * ``reference``: the source context, and the group's target context (the
+      reference translations) forced as the decoder's prefix (models with
+      target context only);
+    * ``none``: the source alone, what a document's first sentence gets.
+
+    Groups with the same source and context are decoded once."""
+    import numpy as np
+
+    from fairseq_ctx.progress import bar
+
+    src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+    size = task.cfg.context_size
+
+    def tokens(d, encode, text):
+        return d.encode_line(encode(text), add_if_not_exist=False, append_eos=True).long()
+
+    def key(g):
+        c = g.candidates[0]
+        ctx = () if condition == "none" else tuple(c.source_context[-size:])
+        tctx = tuple(c.target_context[-size:]) if condition == "reference" else ()
+        if condition == "own" and hub.target_context:
+            ctx = tuple(c.source_context)  # the whole chain: each sentence's translation feeds the next
+        return c.source, ctx, tctx
+
+    keys = list(dict.fromkeys(key(g) for g in groups))
+    texts: Dict[tuple, str] = {}
+    gen = dict(beam=args.beam, max_len_a=args.max_len_a, max_len_b=args.max_len_b, lenpen=args.lenpen)
+
+    def text_of(hypos) -> str:
+        if not hypos:
+            return ""
+        return from_subwords(tgt_dict.string(hypos[0]["tokens"], extra_symbols_to_ignore={tgt_dict.eos()}))
+
+    chunk = 64
+    with bar(len(keys), f"translating, {condition} context", unit="item") as progress:
+        for start in range(0, len(keys), chunk):
+            part = keys[start:start + chunk]
+            if condition == "own" and hub.target_context:
+                sources, docids, last = [], [], []
+                for d, (src, ctx, _) in enumerate(part):
+                    sources += [tokens(src_dict, encode_source, t) for t in (*ctx, src)]
+                    docids += [d] * (len(ctx) + 1)
+                    last.append(len(sources) - 1)
+                hypos = hub.generate(sources, docids=np.array(docids, dtype=np.int64), **gen)
+                hypos = [hypos[i] for i in last]
+            else:
+                sources = [tokens(src_dict, encode_source, src) for src, _, _ in part]
+                contexts = None
+                if condition != "none":
+                    contexts = [[tokens(src_dict, encode_source, t) for t in ctx] for _, ctx, _ in part]
+                targets = None
+                if condition == "reference":
+                    targets = [[tokens(tgt_dict, encode_target, t) for t in tctx] for _, _, tctx in part]
+                hypos = hub.generate(sources, contexts=contexts, target_contexts=targets, **gen)
+            for k, h in zip(part, hypos):
+                texts[k] = text_of(h)
+            progress.update(len(part))
+    return [texts[key(g)] for g in groups]
+
+
+def generated_report(models, cfg, task, args, use_cuda, groups, verdicts) -> Dict:
+    """Generated accuracy of the qualifying groups under each generation
+    condition, with its matrix against the forced-decoding verdicts and the
+    translations (:mod:`fairseq_ctx.contrastive.generated`)."""
+    from omegaconf import open_dict
+
+    from fairseq_ctx.contrastive.command import build_side_encoders, target_text_space
+    from fairseq_ctx.contrastive.generated import check, qualifying, summarize
+    from fairseq_ctx.hub import DocumentHubInterface
+
+    to_space, from_subwords = target_text_space(args)
+    spaced = [replace(g, candidates=[replace(c, target=to_space(c.target)) for c in g.candidates]) for g in groups]
+    keep, forms, why = qualifying(spaced)
+    res = {"qualified": len(keep), "items": len(groups), "not_qualified": why,
+           "beam": args.beam, "conditions": {}}
+    if not keep:
+        return res
+    with open_dict(cfg):
+        cfg.dataset.batch_size, cfg.dataset.max_tokens = args.batch_size, args.max_tokens
+    hub = DocumentHubInterface(cfg, task, models)
+    if use_cuda:
+        hub.cuda()
+    encode_source, encode_target = build_side_encoders(args)
+    items = [groups[i] for i in keep]
+    conditions = [c for c in GENERATION_CONDITIONS if c != "reference" or hub.target_context]
+    if not hub.target_context:
+        res["reference_note"] = ("the model takes no target context: the reference previous translations "
+                                 "cannot be given, and its own are not used (own = source context only)")
+    translations = {}
+    for cond in conditions:
+        outs = translate_items(hub, task, args, items, cond, encode_source, encode_target, from_subwords)
+        labels = [check(f, o) for f, o in zip(forms, outs)]
+        scored = [verdicts[GENERATION_CONDITIONS[cond]][i] for i in keep]
+        res["conditions"][cond] = summarize(groups, keep, labels, scored)
+        res["conditions"][cond]["matrix_against"] = f"forced decoding with {GENERATION_CONDITIONS[cond]} context"
+        translations[cond] = list(zip(outs, labels))
+    res["per_item"] = [
+        {"group": g, "where": groups[g].where,
+         "correct_forms": [" ".join(c) for c, _ in f.pairs], "wrong_forms": [" ".join(w) for _, w in f.pairs],
+         **{cond: {"translation": translations[cond][n][0], "label": translations[cond][n][1]}
+            for cond in conditions}}
+        for n, (g, f) in enumerate(zip(keep, forms))]
+    return res
 
 
 def format_report(res: Dict) -> str:
-    lines = [f"{res['path']} on {res['gen_subset']}: {res['sentences']} sentences, {res['tokens']} reference "
-             f"tokens; context {res['context']}",
-             "CXMI of the true context (bits per token, 95% bootstrap interval over sentences):"]
-    for c in ("none", "shuffled", "random"):
-        r = res["cxmi"][c]
-        lines.append(f"  against {c:<8} {r['cxmi_bits']:+.4f} [{r['ci95_bits'][0]:+.4f}, {r['ci95_bits'][1]:+.4f}]"
-                     f"  ({r['cxmi_nats']:+.4f} nats)")
-    lines.append(f"tokens with the largest P-CXMI against no context (bits):")
-    for t in res["cxmi"]["top_pcxmi_vs_none"]:
-        lines.append(f"  {t['pcxmi_bits']:+.3f}  '{t['token']}'  sentence {t['sentence']}: {t['target']}")
+    if res["cxmi"] is None:
+        lines = [f"{res['path']}: context {res['context']}, with target context; CXMI {res['cxmi_note']}"]
+    else:
+        lines = [f"{res['path']} on {res['gen_subset']}: {res['sentences']} sentences, {res['tokens']} reference "
+                 f"tokens; context {res['context']}",
+                 "CXMI of the true context (bits per token, 95% bootstrap interval over sentences):"]
+        for c in ("none", "shuffled", "random"):
+            r = res["cxmi"][c]
+            lines.append(f"  against {c:<8} {r['cxmi_bits']:+.4f} [{r['ci95_bits'][0]:+.4f}, "
+                         f"{r['ci95_bits'][1]:+.4f}]  ({r['cxmi_nats']:+.4f} nats)")
+        lines.append("tokens with the largest P-CXMI against no context (bits):")
+        for t in res["cxmi"]["top_pcxmi_vs_none"]:
+            lines.append(f"  {t['pcxmi_bits']:+.3f}  '{t['token']}'  sentence {t['sentence']}: {t['target']}")
     if "contrastive" in res:
         lines.append("contrastive accuracy: " + ", ".join(
             f"{name} context {r['accuracy']:.4f} ({r['correct']:g}/{r['groups']})"
             for name, r in res["contrastive"].items()))
+    if "generated" in res:
+        g = res["generated"]
+        why = "; ".join(f"{n} {reason}" for reason, n in g["not_qualified"].items())
+        lines.append(f"generated accuracy (translate, then check; beam {g['beam']}): {g['qualified']} of "
+                     f"{g['items']} items qualify" + (f" (not: {why})" if why else ""))
+        for cond, r in g["conditions"].items():
+            m = r["matrix"]
+            lines.append(f"  {cond:<9} context {r['accuracy']:.4f} ({r['right']}/{r['items']} right, "
+                         f"{r['wrong']} wrong, {r['both']} both, {r['neither']} neither); "
+                         f"scores right but translates wrong: {m['scores right, translates wrong']}, "
+                         f"scores wrong but translates right: {m['scores wrong, translates right']}")
+        if "reference_note" in g:
+            lines.append(f"  reference context: not applicable ({g['reference_note']})")
     return "\n".join(lines)
 
 
@@ -244,31 +413,44 @@ def main(argv=None):
     args = parse_args(argv)
     import torch
 
-    from fairseq_ctx.contrastive.command import load
+    from fairseq_ctx.contrastive.command import load_with_cfg
+    from fairseq_ctx.contrastive.readers import read_groups
     from fairseq_ctx.data.context_input import input_mode
 
-    models, task = load(args)
+    models, cfg, task = load_with_cfg(args)
     if not hasattr(task.cfg, "context_size"):
         raise FairseqCtxError(f"--path {args.path}: trained without the document task; context usage "
                               "needs --task document_translation")
-    if getattr(task.cfg, "target_context", False):
+    target_context = bool(getattr(task.cfg, "target_context", False))
+    if target_context and not args.format:
         raise FairseqCtxError(f"--path {args.path}: a --target-context model scores its reference prefix "
-                              "too; CXMI is not defined for it here")
+                              "too, so CXMI is not defined for it; give a contrastive set (--format ...) "
+                              "for its contrastive and generated accuracy")
     if task.cfg.context_size < 1:
         raise FairseqCtxError("--context-size: the checkpoint's task gives no context (0); pass "
                               "--context-size 1 or more")
+    groups = read_groups(args) if args.format else None
+    if groups is not None and not groups:
+        raise FairseqCtxError(f"--json {args.json}: the contrastive set has no groups")
     use_cuda = torch.cuda.is_available() and not args.cpu
     models = [m.eval().cuda() if use_cuda else m.eval() for m in models]
     mode = input_mode(task.cfg, models)
     res = {"path": args.path, "gen_subset": args.gen_subset, "context_size": task.cfg.context_size,
            "context": {"concat": "concatenated to the source", "separate": "separate input",
                        "none": "ignored (sentence-level model)"}[mode],
+           "target_context": target_context,
            "reference": "Fernandes et al. 2021 (CXMI), 2023 (P-CXMI)",
            "units": "bits per reference token (nats beside); </s> included"}
-    res["cxmi"] = cxmi_report(models, task, args, use_cuda)
-    res["sentences"], res["tokens"] = res["cxmi"]["none"]["sentences"], res["cxmi"]["none"]["tokens"]
-    if args.format:
-        res["contrastive"] = contrastive_report(models, task, args, use_cuda)
+    if target_context:
+        res["cxmi"] = None
+        res["cxmi_note"] = "not defined for a --target-context model (its reference prefix is scored too)"
+    else:
+        res["cxmi"] = cxmi_report(models, task, args, use_cuda)
+        res["sentences"], res["tokens"] = res["cxmi"]["none"]["sentences"], res["cxmi"]["none"]["tokens"]
+    if groups is not None:
+        res["contrastive"], verdicts = contrastive_report(models, task, args, use_cuda, groups)
+        if not args.no_generated:
+            res["generated"] = generated_report(models, cfg, task, args, use_cuda, groups, verdicts)
     print(format_report(res))
     if args.results:
         with open(args.results, "w", encoding="utf-8") as f:

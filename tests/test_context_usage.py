@@ -159,3 +159,153 @@ def test_the_shuffled_contrastive_contexts_are_a_derangement():
     assert sorted(got) == [f"c{i}" for i in range(7)] and all(got[i] != f"c{i}" for i in range(7))
     assert all(g.candidates[1].target_context[0] == "d" + g.candidates[1].source_context[0][1:] for g in out)
     assert got == [g.candidates[0].source_context[0] for g in _deranged_groups(groups, seed=5)]
+
+
+# ----------------------------------------------------------- generated accuracy
+def _group(cands, true_index=0, **meta):
+    from fairseq_ctx.contrastive.groups import Candidate, Group
+
+    return Group([Candidate("src", c, ["ctx"], target_context=["tctx"]) for c in cands], true_index, meta=meta)
+
+
+def test_which_items_qualify_and_their_forms():
+    from fairseq_ctx.contrastive.generated import item_forms
+
+    f, why = item_forms(_group(["And he said to her, go.", "And she said to her, go."]))
+    assert why == "" and f.pairs == ((("he",), ("she",)),)
+    # ContraPro-like: two wrong candidates, each one word away; the true one second
+    f, _ = item_forms(_group(["Er ist rot.", "Es ist rot.", "Sie ist rot."], true_index=1))
+    assert f.pairs == ((("es",), ("er",)), (("es",), ("sie",)))
+    # a phrase: one contiguous block of several words
+    f, _ = item_forms(_group(["I saw the old man there", "I saw a young woman there"]))
+    assert f.pairs == ((("the", "old", "man"), ("a", "young", "woman")),)
+    assert item_forms(_group(["his donkey to him", "her donkey to her"]))[1] == "differs in several places"
+    assert item_forms(_group(["he went home", "he went"]))[1] == "one candidate only inserts words"
+    assert item_forms(_group(["He went.", "he went"]))[1] == "a wrong candidate equals the true one"
+    # Voita's ellipsis sets list the true translation twice: that copy is not a wrong candidate
+    f, _ = item_forms(_group(["he went", "he went", "she went"]))
+    assert f.pairs == ((("he",), ("she",)),)
+
+
+def test_the_check_counts_forms_relative_to_the_true_candidate():
+    from fairseq_ctx.contrastive.generated import check, item_forms
+
+    f, _ = item_forms(_group(["she said he would come", "he said he would come"]))
+    assert check(f, "She said he would come.") == "right"  # the reference itself, though it holds "he"
+    assert check(f, "she told him that he would come") == "right"
+    assert check(f, "He said he would come") == "wrong"  # one "he" too many, no "she"
+    assert check(f, "she said he and he came") == "both"
+    assert check(f, "they said it would come") == "neither"
+    assert check(f, "shed said he would come") == "neither"  # whole words only: "shed" is not "she"
+    g, _ = item_forms(_group(["Er ist rot.", "Es ist rot.", "Sie ist rot."], true_index=1))
+    assert [check(g, t) for t in ("es ist rot", "sie ist rot", "er, es", "rot")] == \
+        ["right", "wrong", "both", "neither"]
+
+
+def test_the_summary_and_the_scores_right_translates_wrong_matrix():
+    from fairseq_ctx.contrastive.generated import summarize
+
+    groups = [_group(["a", "b"], dist=d) for d in (1, 1, 2, 2, 3)]
+    res = summarize(groups, [0, 1, 2, 4], ["right", "neither", "wrong", "right"],
+                    scored_right=[True, True, False, False])
+    assert (res["items"], res["right"], res["wrong"], res["neither"], res["both"]) == (4, 2, 1, 1, 0)
+    assert res["accuracy"] == 0.5
+    assert res["by"]["dist"]["1"]["accuracy"] == 0.5 and res["by"]["dist"]["3"]["right"] == 1
+    assert "2" in res["by"]["dist"] and res["by"]["dist"]["2"]["items"] == 1
+    assert res["matrix"] == {"scores right, translates right": 1, "scores right, translates wrong": 1,
+                             "scores wrong, translates right": 1, "scores wrong, translates wrong": 1}
+
+
+GEN_FLAGS = ["--beam", "2", "--max-len-b", "12"]
+
+
+def _write_set(tmp_path, name, rows):
+    """A Voita-format set: rows of (source context, source, target context,
+    candidates, true index)."""
+    import json
+
+    s_lines, d_lines, entries = [], [], []
+    for s_ctx, s, t_ctx, cands, true_ind in rows:
+        for c in cands:
+            s_lines.append(f"{s_ctx} _eos {s}")
+            d_lines.append(f"{t_ctx} _eos {c}")
+        entries.append({"dst": cands, "true_ind": true_ind})
+    (tmp_path / f"{name}.src").write_text("\n".join(s_lines) + "\n")
+    (tmp_path / f"{name}.dst").write_text("\n".join(d_lines) + "\n")
+    (tmp_path / f"{name}.json").write_text(json.dumps(entries))
+    return ["--format", "voita", "--src", str(tmp_path / f"{name}.src"), "--dst", str(tmp_path / f"{name}.dst"),
+            "--json", str(tmp_path / f"{name}.json")]
+
+
+def _other_word(sentence, vocabulary):
+    """A word of the vocabulary that ``sentence`` does not hold."""
+    held = set(sentence.lower().split())
+    return next(w for w in vocabulary if w.lower() not in held)
+
+
+def test_generated_accuracy_on_a_set_with_a_known_answer(doc_corpus, trained_checkpoint, tmp_path):
+    """ctxenc: the items' true candidates are the model's own translations
+    with the previous sentence (every item right), then the same with true
+    and wrong swapped (every item wrong); the tool's translations are the
+    hub's with and without the context."""
+    from fairseq_ctx import hub
+
+    raw, bin_dir = doc_corpus
+    src = (raw / "test.src").read_text().splitlines()
+    tgt = (raw / "test.tgt").read_text().splitlines()
+    vocab = sorted({w for line in tgt for w in line.split()})
+    ckpt = trained_checkpoint("ctxenc")
+    model = hub.from_pretrained(str(ckpt), data_name_or_path=str(bin_dir), beam=2, max_len_b=12)
+    items = [i for i in range(1, len(src)) if i % 4]  # sentences with a previous one in their document
+    own = model.translate([src[i] for i in items], context=[src[i - 1] for i in items])
+    alone = model.translate([src[i] for i in items])
+    kept = [k for k, o in enumerate(own) if o.split()]  # an empty translation has no word to swap
+    assert len(kept) >= 4
+    items, own, alone = [items[k] for k in kept], [own[k] for k in kept], [alone[k] for k in kept]
+    swapped = [" ".join([_other_word(o, vocab)] + o.split()[1:]) for o in own]
+    right = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *_write_set(
+        tmp_path, "right", [(src[i - 1], src[i], tgt[i - 1], [o, w], 0) for i, o, w in zip(items, own, swapped)]))
+    gen = right["generated"]
+    assert gen["qualified"] == gen["items"] == len(items) and set(gen["conditions"]) == {"own", "none"}
+    assert gen["conditions"]["own"]["right"] == len(items) and gen["conditions"]["own"]["accuracy"] == 1.0
+    assert [p["own"]["translation"] for p in gen["per_item"]] == own
+    assert [p["none"]["translation"] for p in gen["per_item"]] == alone
+    m = gen["conditions"]["own"]["matrix"]
+    assert m["scores right, translates right"] + m["scores wrong, translates right"] == len(items)
+    assert m["scores right, translates right"] == right["contrastive"]["true"]["correct"]
+    wrong = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *_write_set(
+        tmp_path, "wrong", [(src[i - 1], src[i], tgt[i - 1], [w, o], 0) for i, o, w in zip(items, own, swapped)]))
+    assert wrong["generated"]["conditions"]["own"]["wrong"] == len(items)
+    assert wrong["generated"]["conditions"]["own"]["accuracy"] == 0.0
+
+
+def test_generated_accuracy_of_a_two_to_two_model_with_own_and_reference_translations(doc_corpus, tmp_path):
+    """A --target-context model: 'own' decodes the item's context sentence
+    first and feeds its translation (= the hub's translate_document), and
+    'reference' forces the set's target context (= the hub's translate with
+    target_context); CXMI is not computed for it."""
+    from fairseq_ctx import hub
+    from fairseq_ctx.architectures import TINY_FLAGS
+    from tests.utils import train_in_process
+
+    raw, bin_dir = doc_corpus
+    ckpt = train_in_process(bin_dir, tmp_path / "two_to_two", "transformer", [
+        *TINY_FLAGS, "--task", "document_translation", "--context-size", "1", "--concat-context",
+        "--target-context"])
+    src = (raw / "test.src").read_text().splitlines()
+    tgt = (raw / "test.tgt").read_text().splitlines()
+    items = [1, 2, 5]
+    rows = [(src[i - 1], src[i], tgt[i - 1], [tgt[i], " ".join(["Wx"] + tgt[i].split()[1:])], 0) for i in items]
+    res = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *_write_set(tmp_path, "set", rows))
+    assert res["cxmi"] is None and res["target_context"]
+    gen = res["generated"]
+    assert set(gen["conditions"]) == {"own", "reference", "none"}
+    model = hub.from_pretrained(str(ckpt), data_name_or_path=str(bin_dir), beam=2, max_len_b=12)
+    assert [p["own"]["translation"] for p in gen["per_item"]] == \
+        [model.translate_document([src[i - 1], src[i]])[1] for i in items]
+    assert [p["reference"]["translation"] for p in gen["per_item"]] == \
+        model.translate([src[i] for i in items], context=[src[i - 1] for i in items],
+                        target_context=[tgt[i - 1] for i in items])
+    assert [p["none"]["translation"] for p in gen["per_item"]] == model.translate([src[i] for i in items])
+    with pytest.raises(Exception, match="CXMI is not defined"):
+        _usage(doc_corpus, ckpt, tmp_path)

@@ -146,6 +146,23 @@ def build_side_encoders(args):
     return tuple(encoders)
 
 
+def target_text_space(args):
+    """(to_space, from_subwords): the target side's text after --tokenizer,
+    before --bpe, the space in which generated translations are compared
+    with the candidates: ``to_space`` tokenizes a candidate, ``from_subwords``
+    undoes --bpe (--target-bpe-model when given) on a decoded hypothesis."""
+    from fairseq.data import encoders
+
+    tokenizer = encoders.build_tokenizer(args) if args.tokenizer else None
+    side_args = args
+    if args.bpe and getattr(args, "target_bpe_model", None) is not None:
+        side_args = argparse.Namespace(**vars(args))
+        setattr(side_args, BPE_MODEL_OPTION[args.bpe], args.target_bpe_model)
+    bpe = encoders.build_bpe(side_args) if args.bpe else None
+    return ((lambda text: tokenizer.encode(text)) if tokenizer is not None else (lambda text: text),
+            (lambda text: bpe.decode(text)) if bpe is not None else (lambda text: text))
+
+
 def _task_name(state) -> str:
     if state.get("cfg") is not None:
         return state["cfg"]["task"]["_name"]
@@ -155,6 +172,13 @@ def _task_name(state) -> str:
 def load(args):
     """Models and task from the checkpoint(s), with the command line's
     overrides of the task flags."""
+    models, _, task = load_with_cfg(args)
+    return models, task
+
+
+def load_with_cfg(args):
+    """:func:`load` with the first checkpoint's configuration:
+    ``(models, cfg, task)``, what fairseq's hub interface is built from."""
     import fairseq_ctx
 
     fairseq_ctx.register()  # archs, tasks, weights-only checkpoint loading
@@ -181,7 +205,7 @@ def load(args):
         if getattr(args, name) is not None and not hasattr(task.cfg, name):
             raise FairseqCtxError(f"--{name.replace('_', '-')}: the checkpoint's task "
                                   f"'{saved}' has no such option")
-    return models, task
+    return models, cfg, task
 
 
 def main(argv=None):
