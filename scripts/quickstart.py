@@ -8,13 +8,20 @@ does and print detokenized sacreBLEU.
 
 ``--minutes`` is the budget of the whole run: ``--decode-minutes`` per
 architecture is kept for translating the test set and the rest is split
-evenly between the architectures' training (fairseq's ``--stop-time-hours``),
-so the table compares like with like. Each model is translated from its
+evenly between the architectures' training, so the table compares like with
+like. Each model is the study's (``fairseq_ctx/study/runs.py``: 3+3 layers,
+d=128, its recipe) trained to the end of a learning-rate schedule that fits
+its share: a short calibration run measures the architecture's seconds per
+update on this machine, the share gives the number of updates, and the rate
+warms up over a quarter of them (at most the study's 400) and decays linearly
+to zero at the last one (a model whose rate has not decayed is markedly worse
+at the same number of updates). fairseq's ``--stop-time-hours`` stops a run
+that falls behind its plan. Each model is translated from its
 ``checkpoint_last.pt`` with exactly the command the README shows (printed
-before it runs: the same file, the same BLEU). When a model made fewer
-updates than its learning-rate warm-up, one line says that its BLEU means
-nothing on this machine in this budget. Training shows fairseq's progress
-log; the last lines are a table: arch, parameters, train time, updates, BLEU.
+before it runs: the same file, the same BLEU). When the budget buys fewer
+than ``MIN_UPDATES`` updates, one line says that its BLEU means nothing on
+this machine in this budget. Training shows fairseq's progress log; the last
+lines are a table: arch, parameters, train time, updates, BLEU.
 """
 import argparse
 import json
@@ -30,32 +37,57 @@ if REPO not in sys.path:  # this checkout's list, whether or not the package is 
     sys.path.insert(0, REPO)
 from fairseq_ctx import architectures  # noqa: E402  (torch-free)
 
-# Below this many updates the learning rate is still warming up: the model has
-# not started to learn, whatever its BLEU.
+from fairseq_ctx.study.runs import RECIPE, SIZE  # noqa: E402  (torch-free)
+from fairseq_ctx.study.train import child_env  # noqa: E402
+
+# Below this many updates the model is still in its first, steep descent (the
+# study's baseline under a 2,000-update schedule: validation loss 6.78 at 400
+# updates, 5.67 at 800, 4.83 at 2,000), so its BLEU says nothing.
+MIN_UPDATES = 400
+# The study's warm-up; shorter budgets warm up over a quarter of their updates.
 WARMUP_UPDATES = 400
+# The calibration run: updates made, and the first one timed (the first ones
+# include start-up work: data loading, allocator growth).
+CALIBRATION_UPDATES, CALIBRATION_FROM = 30, 10
+# Of the training share, the part planned for updates: the rest is start-up,
+# the end-of-epoch checkpoint saves, and slack for a machine slower than at
+# calibration.
+PLAN_SHARE = 0.9
 # The README's translate line (README.md, "Quickstart"; docs/translate.md): the
 # quickstart decodes with exactly these flags, so its BLEU is the one a reader
 # gets by running that line on the same checkpoint.
 DECODE_FLAGS = ["--beam", "4", "--max-len-a", "1.5", "--max-len-b", "10"]
 CHECKPOINT = "checkpoint_last.pt"
+# The plan of a model (its updates), kept beside it so that a resumed run keeps its schedule.
+PLAN = "quickstart-plan.json"
 
-# A small Transformer that learns something in minutes on two CPU cores.
-SMALL_MODEL = [
-    "--encoder-layers", "3", "--decoder-layers", "3",
-    "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
-    "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
-    "--encoder-attention-heads", "4", "--decoder-attention-heads", "4",
-    "--share-all-embeddings",
-]
-TRAIN_FLAGS = [
-    "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "0.001",
-    "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(WARMUP_UPDATES), "--clip-norm", "1.0",
-    "--dropout", "0.1", "--weight-decay", "0.0001",
-    "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-    "--max-tokens", "4096", "--required-batch-size-multiple", "1",
-    "--num-workers", "0", "--seed", "1", "--cpu", "--no-epoch-checkpoints",
-    "--log-format", "simple", "--log-interval", "50",
-]
+TRAIN_FLAGS = [*RECIPE, "--seed", "1", "--cpu", "--no-epoch-checkpoints", "--disable-validation"]
+
+
+def schedule(updates):
+    """Warm-up, then linear decay to zero at exactly ``updates``."""
+    warmup = max(1, min(WARMUP_UPDATES, updates // 4))
+    return ["--lr-scheduler", "polynomial_decay", "--power", "1", "--end-learning-rate", "0",
+            "--warmup-updates", str(warmup), "--total-num-update", str(updates), "--max-update", str(updates)]
+
+
+def seconds_per_update(log_text):
+    """From a calibration run's log: seconds per update between updates
+    CALIBRATION_FROM and the last one logged (fairseq's ``train_wall``)."""
+    # train_inner lines (num_updates=N ... train_wall=S) and, when an epoch is shorter than the
+    # log interval, end-of-epoch lines (| num_updates N | ... | train_wall S)
+    walls = {int(u): float(w) for u, w in re.findall(r"num_updates[= ](\d+)\b.*?train_wall[= ]([\d.]+)", log_text)}
+    if CALIBRATION_FROM not in walls or max(walls) <= CALIBRATION_FROM:
+        return None
+    last = max(walls)
+    return max(walls[last] - walls[CALIBRATION_FROM], 1.0) / (last - CALIBRATION_FROM)
+
+
+def plan_updates(train_seconds, per_update):
+    """Updates that fit ``PLAN_SHARE`` of ``train_seconds`` (at least 1)."""
+    return max(1, int(PLAN_SHARE * train_seconds / per_update))
+
+
 # What --archs NAME trains: a variant of fairseq_ctx/architectures.py by its
 # name (concat, ctxsan_both, ...) or by its arch when the list runs that arch
 # without model flags (transformer_ctxenc is ctxenc: the document task, the
@@ -94,8 +126,9 @@ def run(cmd, log_path=None, echo=True):
     """Run a command, streaming its output (fairseq's progress) and keeping a log."""
     print("+ " + " ".join(cmd), flush=True)
     with open(log_path or os.devnull, "w") as log:
-        # Unbuffered, or fairseq's progress arrives in 8 KB chunks through the pipe.
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # Unbuffered (or fairseq's progress arrives in 8 KB chunks through the
+        # pipe), with the study's allocator where installed.
+        env = child_env()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env)
         for line in proc.stdout:
             log.write(line)
@@ -141,12 +174,62 @@ def budget_split(minutes, decode_minutes, n_archs):
 
 
 def too_few_updates(name, updates, train_minutes, budget_minutes):
-    """The one line printed when a model is still in its warm-up, else None."""
-    if updates >= WARMUP_UPDATES:
+    """The one line printed when a model made too few updates, else None."""
+    if updates >= MIN_UPDATES:
         return None
-    return (f"quickstart: {name} made only {updates} update{'' if updates == 1 else 's'} in {train_minutes:.1f} training minutes, fewer "
-            f"than the {WARMUP_UPDATES} of its learning-rate warm-up: on this machine a {budget_minutes:g}-minute "
-            f"budget does not train a model, so its BLEU means nothing (give more --minutes)")
+    return (f"quickstart: {name} made only {updates} update{'' if updates == 1 else 's'} in {train_minutes:.1f} "
+            f"training minutes, fewer than {MIN_UPDATES}: on this machine a {budget_minutes:g}-minute budget "
+            f"does not train a model, so its BLEU means nothing (give more --minutes)")
+
+
+def read_plan(save):
+    path = os.path.join(save, PLAN)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def calibrate(name, train_cmd, save, train_seconds):
+    """The plan of one model: a short run measures seconds per update, the
+    share gives the updates; written beside the model (a resumed run keeps
+    it). The calibration's time counts against the share."""
+    plan = read_plan(save)
+    if plan is not None:
+        return plan
+    start = time.time()
+    cal_dir = save + ".calibration"
+    log = cal_dir + ".log"
+    run([*train_cmd, "--save-dir", cal_dir, "--no-save", "--max-update", str(CALIBRATION_UPDATES),
+         "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(WARMUP_UPDATES),
+         "--log-interval", str(CALIBRATION_FROM)], log_path=log, echo=False)
+    with open(log, encoding="utf-8") as f:
+        per_update = seconds_per_update(f.read())
+    if per_update is None:
+        sys.exit(f"fairseq_ctx: error: the calibration run of {name} logged no timing; see {log}")
+    left = train_seconds - (time.time() - start)
+    left = max(left, 0.0)
+    plan = {"seconds_per_update": round(per_update, 3), "updates": plan_updates(left, per_update),
+            "train_seconds": round(left, 1)}
+    os.makedirs(save, exist_ok=True)
+    with open(os.path.join(save, PLAN), "w") as f:
+        json.dump(plan, f)
+    print(f"{name}: {per_update:.2f} s per update here, so {plan['updates']} updates in its "
+          f"{left / 60:.3g} training minutes", flush=True)
+    return plan
+
+
+def trained_updates(checkpoint):
+    """Updates a fairseq checkpoint has made (0 when there is none)."""
+    if not os.path.exists(checkpoint):
+        return 0
+    import torch
+
+    import fairseq_ctx
+
+    fairseq_ctx.register()  # the allow-list for weights-only loading
+    state = torch.load(checkpoint, map_location="cpu")
+    return int(state.get("optimizer_history", [{}])[-1].get("num_updates", 0))
 
 
 def main():
@@ -188,17 +271,19 @@ def main():
         save = os.path.join(opts.out, name)
         start = time.time()
         last = os.path.join(save, CHECKPOINT)
-        if os.path.exists(last) and training_minutes(last, 0) >= train_budget:
-            print(f"{name}: {last} already has its {train_budget:.3g}-minute budget; decoding only", flush=True)
-        else:  # fresh, or resumes an interrupted run from checkpoint_last.pt
-            run([sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
-                 *SMALL_MODEL, *TRAIN_FLAGS, *model_flags, *task_flags, "--save-dir", save,
-                 "--stop-time-hours", str(train_budget / 60)], log_path=save + ".train.log")
+        train_cmd = [sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
+                     *SIZE, *TRAIN_FLAGS, *model_flags, *task_flags]
+        plan = calibrate(name, train_cmd, save, train_budget * 60)
+        if trained_updates(last) >= plan["updates"]:
+            print(f"{name}: {last} has made its {plan['updates']} updates; decoding only", flush=True)
+        else:  # fresh, or resumes an interrupted run from checkpoint_last.pt with the same plan
+            run([*train_cmd, *schedule(plan["updates"]), "--save-dir", save,
+                 "--stop-time-hours", str(plan["train_seconds"] / 3600)], log_path=save + ".train.log")
         train_minutes = training_minutes(last, fallback_seconds=time.time() - start)
-        train_log = open(save + ".train.log", encoding="utf-8").read()
+        with open(save + ".train.log", encoding="utf-8") as f:
+            train_log = f.read()
         params = int(re.search(r"num\. shared model params: ([\d,]+)", train_log).group(1).replace(",", ""))
-        found = re.findall(r"num_updates (\d+)", train_log)
-        updates = int(found[-1]) if found else 0
+        updates = trained_updates(last)
         note = too_few_updates(name, updates, train_minutes, opts.minutes)
         if note:
             print(note, flush=True)

@@ -31,10 +31,27 @@ def test_budget_is_split_between_architectures():
 
 
 def test_too_few_updates_is_one_line():
-    assert quickstart.too_few_updates("transformer", quickstart.WARMUP_UPDATES, 12.0, 15) is None
+    assert quickstart.too_few_updates("transformer", quickstart.MIN_UPDATES, 12.0, 15) is None
     note = quickstart.too_few_updates("transformer", 97, 12.5, 15)
-    assert "\n" not in note and "only 97 updates in 12.5 training minutes" in note
+    assert "\n" not in note and "only 97 updates in 12.5 training minutes, fewer than 400" in note
     assert "15-minute budget" in note and "means nothing" in note
+
+
+def test_the_plan_fits_the_share_and_decays_to_zero_at_its_last_update():
+    log = "\n".join(f"| train_inner | epoch 001:  {u} / 274 loss=9, num_updates={u}, lr=1e-4, train_wall={w}, wall=9"
+                    for u, w in ((10, 14), (20, 25), (30, 37)))
+    assert quickstart.seconds_per_update(log) == (37 - 14) / 20
+    # epochs shorter than the log interval: fairseq's end-of-epoch lines
+    epochs = "\n".join(f"| train | epoch {u:03d} | loss 9 | num_updates {u} | lr 1e-4 | train_wall {w} | wall 9"
+                       for u, w in ((10, 3), (30, 7)))
+    assert quickstart.seconds_per_update(epochs) == (7 - 3) / 20
+    assert quickstart.seconds_per_update("no timing") is None
+    assert quickstart.plan_updates(1000, 1.25) == int(0.9 * 1000 / 1.25)
+    flags = quickstart.schedule(720)
+    assert flags[flags.index("--total-num-update") + 1] == flags[flags.index("--max-update") + 1] == "720"
+    assert flags[flags.index("--warmup-updates") + 1] == "180"
+    assert quickstart.schedule(4000)[quickstart.schedule(4000).index("--warmup-updates") + 1] == "400"
+    assert flags[flags.index("--end-learning-rate") + 1] == "0" and flags[flags.index("--power") + 1] == "1"
 
 
 def test_readme_translates_as_the_quickstart():
@@ -72,7 +89,7 @@ def test_quickstart_tiny_corpus(tmp_path):
     assert [r["arch"] for r in rows] == ["transformer", "concat"]
     refs = (data / "raw" / "test.en").read_text().splitlines()
     for row in rows:
-        assert 1 <= row["updates"] < quickstart.WARMUP_UPDATES and row["params"] > 0
+        assert 1 <= row["updates"] < quickstart.MIN_UPDATES and row["params"] > 0
         assert row["checkpoint"].endswith(f"{row['arch']}/checkpoint_last.pt")
         assert row["translate"].endswith("--no-progress-bar") and " ".join(quickstart.DECODE_FLAGS) in row["translate"]
         hyps = (tmp_path / "out" / f"{row['arch']}.test.hyp").read_text().splitlines()
@@ -85,8 +102,10 @@ def test_quickstart_tiny_corpus(tmp_path):
     assert lines[header + 1].startswith("transformer ") and lines[header + 2].startswith("concat ")
     assert lines[header + 3].startswith("detokenized sacreBLEU on the test set (9 sentences) of checkpoint_last.pt")
     notes = lines[header + 4:]   # both models are in their warm-up: one line each, under the table
-    assert len(notes) == 2 and all("fewer than the 400 of its learning-rate warm-up" in n for n in notes), notes
+    assert len(notes) == 2 and all("fewer than 400: on this machine" in n for n in notes), notes
+    plan = json.loads((tmp_path / "out" / "transformer" / quickstart.PLAN).read_text())
+    assert rows[0]["updates"] == plan["updates"]  # the run made the updates it planned
 
     again = _quickstart(data, tmp_path / "out", "transformer", minutes="0.02")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "already has its 0.02-minute budget; decoding only" in again.stdout
+    assert f"has made its {plan['updates']} updates; decoding only" in again.stdout
