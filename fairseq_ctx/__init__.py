@@ -19,6 +19,10 @@ in use already, and otherwise defers it:
 * The console scripts (``fairseq-ctx-*``) import neither torch nor fairseq
   until their arguments are parsed, so ``--help`` is immediate; each calls
   :func:`register` before loading a checkpoint.
+
+What registering changes in the whole process, and why each is needed, is
+:data:`PROCESS_WIDE_CHANGES` (``tests/test_registration.py`` checks that
+:func:`register` changes exactly these, in a fresh interpreter).
 """
 import sys as _sys
 import threading
@@ -28,6 +32,36 @@ from .quiet import spec_of_other_finders as _spec_of_other_finders  # standard l
 __version__ = "0.1.0"
 
 _registered = False
+
+# Every change :func:`register` makes outside this package's own modules, and
+# why it is needed. Nothing else of fairseq, torch or Python is touched.
+PROCESS_WIDE_CHANGES = {
+    "fairseq's registries": "the plugin itself: the four architectures (and their named presets) in "
+        "ARCH_MODEL_REGISTRY / ARCH_CONFIG_REGISTRY / MODEL_REGISTRY and the document_translation task in "
+        "TASK_REGISTRY, so that --arch and --task find them",
+    "torch.serialization's safe globals": "torch >= 2.6 loads checkpoints weights-only and refuses the "
+        "configuration objects fairseq pickles: exactly the classes fairseq checkpoints hold are allow-listed "
+        "(safe_loading.py lists them), so weights-only loading stays on",
+    "fairseq.checkpoint_utils.load_checkpoint_to_cpu": "wrapped: a truncated or non-torch file is one line "
+        "naming it instead of a zip-reader stack trace, and the state notes which file it came from (for the "
+        "next entry's message); fairseq looks it up on the module at call time, so every command is covered",
+    "fairseq BaseFairseqModel.load_state_dict": "wrapped: only after fairseq's own loading has failed, one "
+        "line naming the checkpoint, its architecture and the dictionaries or parameters that differ; every "
+        "entry point loads every model (plain transformer baselines included) through it",
+    "fairseq.models.build_model": "wrapped: notes the task's data directory and languages on the model, "
+        "which the message above names and load_state_dict cannot see",
+    "fairseq's ARCH_CONFIG_REGISTRY functions": "every registered one wrapped (bf16_on_cuda.py): fairseq "
+        "0.12 turns --bf16 into --tpu, so on a GPU every --bf16 run stops at once; the architecture function "
+        "is the one hook fairseq calls after that line",
+    "sys.excepthook": "our errors (FairseqCtxError) print as one line 'fairseq_ctx: error: ...' inside "
+        "fairseq's own commands, which the plugin does not otherwise control; other exceptions go to the "
+        "previous hook unchanged",
+    "warnings.filters and the root logger's level": "quiet.py: narrow filters for upstream notices a user "
+        "cannot act on (each listed with its reason there; FAIRSEQ_CTX_UPSTREAM_WARNINGS=1 turns them off), "
+        "and the DEBUG level that importing fairseq sets on the root logger put back to LOGLEVEL/INFO",
+    "sys.meta_path": "only when the package is imported before fairseq: a finder that calls register() "
+        "once fairseq is imported, removed when it has",
+}
 
 
 def register():

@@ -87,3 +87,82 @@ def test_the_start_up_hook_and_the_package_hook_import_fairseq_together():
                                if k != "FAIRSEQ_CTX_UPSTREAM_WARNINGS"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert int(proc.stdout.split()[-1]) >= len(quiet.UPSTREAM_FILTERS)
+
+
+CHANGES_PROBE = r'''
+import json, logging, sys, warnings
+# a fresh process as fairseq's commands have it: fairseq first (the start-up
+# hook of fairseq_ctx_quiet.pth, if installed, is taken out to see register()'s own changes)
+sys.meta_path[:] = [f for f in sys.meta_path if "WhenFairseqIsImported" not in type(f).__name__]
+import torch, fairseq, fairseq.checkpoint_utils, fairseq.models, fairseq.tasks, fairseq.options, fairseq.trainer
+from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY, MODEL_REGISTRY
+from fairseq.models.fairseq_model import BaseFairseqModel, FairseqEncoderDecoderModel
+from fairseq.models.transformer import TransformerModel
+from fairseq.tasks import TASK_REGISTRY, FairseqTask
+from fairseq.tasks.translation import TranslationTask
+
+def snapshot():
+    s = {}
+    for mod in (fairseq.checkpoint_utils, fairseq.models, fairseq.tasks, fairseq.options, fairseq.utils,
+                fairseq.trainer, torch.serialization, torch.nn.functional, torch):
+        for k, v in list(vars(mod).items()):
+            if callable(v):
+                s[f"{mod.__name__}.{k}"] = id(v)
+    for cls in (BaseFairseqModel, FairseqEncoderDecoderModel, TransformerModel, FairseqTask, TranslationTask,
+                torch.nn.Module):
+        for k, v in list(vars(cls).items()):
+            s[f"{cls.__name__}.{k}"] = id(v)
+    for name, reg in (("ARCH_CONFIG_REGISTRY", ARCH_CONFIG_REGISTRY), ("ARCH_MODEL_REGISTRY", ARCH_MODEL_REGISTRY),
+                      ("MODEL_REGISTRY", MODEL_REGISTRY), ("TASK_REGISTRY", TASK_REGISTRY)):
+        for k, v in reg.items():
+            s[f"{name}[{k}]"] = id(v)
+    s["sys.excepthook"] = id(sys.excepthook)
+    s["sys.meta_path"] = tuple(id(f) for f in sys.meta_path)
+    s["warnings.filters"] = tuple(map(str, warnings.filters))
+    s["root level"] = logging.getLogger().level
+    s["safe globals"] = tuple(sorted(map(str, torch.serialization.get_safe_globals())))
+    return s
+
+before = snapshot()
+import fairseq_ctx
+fairseq_ctx.register()
+after = snapshot()
+print(json.dumps(sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))))
+'''
+
+
+def _documented_change(key: str) -> str:
+    """The PROCESS_WIDE_CHANGES entry a changed name belongs to."""
+    if key.startswith(("ARCH_MODEL_REGISTRY[", "MODEL_REGISTRY[", "TASK_REGISTRY[")):
+        return "fairseq's registries"
+    if key.startswith("ARCH_CONFIG_REGISTRY["):
+        return "fairseq's ARCH_CONFIG_REGISTRY functions"  # new ones are registry entries too, wrapped
+    return {"fairseq.checkpoint_utils.load_checkpoint_to_cpu": "fairseq.checkpoint_utils.load_checkpoint_to_cpu",
+            "BaseFairseqModel.load_state_dict": "fairseq BaseFairseqModel.load_state_dict",
+            "fairseq.models.build_model": "fairseq.models.build_model",
+            "sys.excepthook": "sys.excepthook",
+            "warnings.filters": "warnings.filters and the root logger's level",
+            "root level": "warnings.filters and the root logger's level",
+            "safe globals": "torch.serialization's safe globals",
+            "sys.meta_path": "sys.meta_path"}.get(key, f"UNDOCUMENTED: {key}")
+
+
+def test_register_changes_exactly_the_documented_process_wide_state():
+    """In a fresh interpreter with fairseq imported, register() changes
+    fairseq's, torch's and Python's state only where
+    fairseq_ctx.PROCESS_WIDE_CHANGES says (and each entry happens; the
+    import hook only when the package comes before fairseq, tested above)."""
+    import json
+    import os
+
+    import fairseq_ctx
+
+    env = {k: v for k, v in os.environ.items() if k != "FAIRSEQ_CTX_UPSTREAM_WARNINGS"}
+    proc = subprocess.run([sys.executable, "-c", CHANGES_PROBE], capture_output=True, text=True, env=env,
+                          cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    changed = json.loads(proc.stdout.splitlines()[-1])
+    assert "ARCH_MODEL_REGISTRY[transformer_ctxsan]" in changed and "TASK_REGISTRY[document_translation]" in changed
+    assert "ARCH_CONFIG_REGISTRY[transformer]" in changed  # fairseq's own, wrapped for --bf16 on CUDA
+    found = {_documented_change(k) for k in changed}
+    assert found == set(fairseq_ctx.PROCESS_WIDE_CHANGES) - {"sys.meta_path"}, sorted(found)

@@ -14,6 +14,7 @@ import pytest
 
 from fairseq_ctx.study.pronouns import build, flip, gender, mine
 from fairseq_ctx.study.train import _VALID_RE, should_stop
+from fairseq_ctx.study import runs
 from fairseq_ctx.study.runs import SMOKE, STUDY
 from tests.utils import REPO, preprocess
 
@@ -439,3 +440,15 @@ def test_the_capacity_matched_baseline_trains_wider_and_decodes_like_the_baselin
     last = len(cmd) - 1 - cmd[::-1].index("--encoder-ffn-embed-dim")  # argparse keeps the last value
     assert cmd[last + 1] == "768" and WIDE[1] == WIDE[3] == "768"
     assert wide.seed == 2 and "--encoder-ffn-embed-dim" not in wide.task_flags  # generate takes no model flags
+
+
+def test_the_study_errors_carry_the_one_prefix(tmp_path, capsys):
+    from fairseq_ctx.study.__main__ import main
+    from fairseq_ctx_prep.files import ERROR_PREFIX
+
+    with pytest.raises(SystemExit) as e:
+        main(["--data", str(tmp_path / "none"), "--smoke", "--out", str(tmp_path / "out")])
+    assert str(e.value).startswith(f"{ERROR_PREFIX}--data {tmp_path / 'none'}: missing ")
+    with pytest.raises(SystemExit) as e:
+        runs.by_name(["no-such-run"])
+    assert str(e.value).startswith(f"{ERROR_PREFIX}--runs: unknown run(s) no-such-run")

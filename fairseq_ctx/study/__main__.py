@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from fairseq_ctx.study import runs as study_runs
 from fairseq_ctx.study.train import StudyError, done_marker, history, is_trained, params_from_logs, train
+from fairseq_ctx_prep.files import ERROR_PREFIX  # every tool's (docs/errors.md)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -237,14 +238,14 @@ def main(argv=None):
     bin_dir = os.path.join(opts.data, "bin")
     for needed in (os.path.join(bin_dir, "dict.es.txt"), os.path.join(opts.data, "spm", "spm.model")):
         if not os.path.exists(needed):
-            sys.exit(f"study: error: --data {opts.data}: missing {needed} "
+            sys.exit(f"{ERROR_PREFIX}--data {opts.data}: missing {needed} "
                      f"(run: bash scripts/prepare-bible.sh --dest {opts.data})")
     os.environ["OMP_NUM_THREADS"] = str(opts.threads)
     user_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     selected = study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
     opts.settings = replace(study_runs.SMOKE if opts.smoke else study_runs.STUDY, device=opts.device)
     if opts.jobs < 1:
-        sys.exit("study: error: --jobs must be at least 1")
+        sys.exit(f"{ERROR_PREFIX}--jobs must be at least 1")
     try:
         if opts.pilot:
             return run_pilot(opts, selected, bin_dir, user_dir)
@@ -256,7 +257,7 @@ def main(argv=None):
         if opts.stage in ("evaluate", "all"):
             evaluate_all(opts, selected, bin_dir, user_dir)
     except StudyError as e:
-        sys.exit(f"study: error: {e}")
+        sys.exit(f"{ERROR_PREFIX}{e}")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import List, Optional
 
+from fairseq_ctx_prep.files import ERROR_PREFIX  # every tool's (docs/errors.md)
+
 SIZE = [
     "--encoder-layers", "3", "--decoder-layers", "3",
     "--encoder-embed-dim", "128", "--decoder-embed-dim", "128",
@@ -198,7 +200,7 @@ def by_name(names=None) -> List[Run]:
                                label=f"{known[m.group(1)].label}, {budget} updates")
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SystemExit(f"study: error: --runs: unknown run(s) {', '.join(unknown)}; "
+        raise SystemExit(f"{ERROR_PREFIX}--runs: unknown run(s) {', '.join(unknown)}; "
                          f"known: {', '.join(known)}")
     return [known[n] for n in names]
 
