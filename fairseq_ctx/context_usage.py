@@ -353,8 +353,8 @@ def generated_report(models, cfg, task, args, use_cuda, groups, verdicts) -> Dic
     items = [groups[i] for i in keep]
     conditions = [c for c in GENERATION_CONDITIONS if c != "reference" or hub.target_context]
     if not hub.target_context:
-        res["reference_note"] = ("the model takes no target context: the reference previous translations "
-                                 "cannot be given, and its own are not used (own = source context only)")
+        res["reference_note"] = ("the model takes no target context, so neither the reference nor its own "
+                                 "previous translations reach it: own = the source context only")
     translations = {}
     for cond in conditions:
         outs = translate_items(hub, task, args, items, cond, encode_source, encode_target, from_subwords)
