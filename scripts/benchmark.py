@@ -227,7 +227,7 @@ def measure(opts):
         peak_mb = torch.cuda.max_memory_allocated() / 2 ** 20
     else:
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-    # Document order (issue 13 item 3): every sentence of the subset in
+    # Document order: every sentence of the subset in
     # fairseq-generate's order, for the baseline and for models that can keep
     # each sentence's shared-layer states (transformer_ctxenc): ordinary, then
     # with --reuse-sentence-states' cache, which must give the same hypotheses.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Time ``--help`` of every console script of fairseq_ctx (issue 19 item 5:
+"""Time ``--help`` of every console script of fairseq_ctx:
 each should answer in under a second, torch and fairseq being imported only
-by the commands themselves).
+by the commands themselves.
 
 The console scripts are read from ``setup.py``'s ``entry_points``. Each one
 runs as the installed script when it is on ``PATH``, else as the same call

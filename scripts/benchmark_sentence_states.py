@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Decoding speed of transformer_ctxenc with ``--reuse-sentence-states``
-(each sentence through the shared encoder layers once; issue 13 item 3), as
+(each sentence through the shared encoder layers once), as
 ratios to plain ``transformer`` measured in the same run.
 
 Three decodes of the same subset with ``fairseq-generate`` (beam search,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Mutation check (issue 21): plant small, plausible bugs one at a time in a
+"""Mutation check: plant small, plausible bugs one at a time in a
 copy of the package and run the tests that should catch each.
 
 Every entry of :data:`MUTANTS` is one planted bug: a file of ``fairseq_ctx``,
@@ -114,36 +114,36 @@ DOC = ("tests/test_document_task.py",)
 
 M = "fairseq_ctx/modules/"
 MUTANTS: List[Mutant] = [
-    # ---- the cases of issue 21 (1, 2, 5, 6, 7)
+    # ---- equations, context routing, caches and decoding
     Mutant("gret_routing_iters_ignored", "fairseq_ctx/models/transformer_gret.py",
            "iterations=cfg.gret_routing_iters,", "iterations=1,", GRET,
-           "issue case 1: routing built with 1 iteration whatever --gret-routing-iters says"),
+           "routing built with 1 iteration whatever --gret-routing-iters says"),
     Mutant("gret_gru_wrong_layers", "fairseq_ctx/models/transformer_gret.py",
            'layer_states = list(out["encoder_states"][1:])', 'layer_states = list(out["encoder_states"][:-1])',
-           GRET, "issue case 2: the GRU (Eq. 10) fed the embedding output and layers 1..M-1"),
+           GRET, "the GRU (Eq. 10) fed the embedding output and layers 1..M-1"),
     Mutant("dc_local_branch_wrong_input", M + "dual_contextual.py",
            "pl = self.lc_proj(l_c)", "pl = self.lc_proj(r)", DC,
-           "issue case 5: h_l = FI(r, r) instead of FI(r, l_c) (Eq. 7); l_c drops out of the output"),
+           "h_l = FI(r, r) instead of FI(r, l_c) (Eq. 7); l_c drops out of the output"),
     Mutant("ctxenc_context_skips_own_layer", "fairseq_ctx/models/transformer_ctxenc.py",
            "x = self.ctx_layer(x, encoder_padding_mask=self._mask_or_none(tokens))", "x = x", CTXENC,
-           "issue case 5: the context encoder stops after the shared layers, skipping its own last layer"),
+           "the context encoder stops after the shared layers, skipping its own last layer"),
     Mutant("gret_pooling_plain_mean", M + "gret_attentive_pooling.py",
            "pooled = torch.bmm(weights.unsqueeze(1), capsules).squeeze(1)", "pooled = capsules.mean(dim=1)",
-           GRET, "issue case 5: attentive pooling (Eq. 7-8) replaced by the plain mean of the capsules"),
+           GRET, "attentive pooling (Eq. 7-8) replaced by the plain mean of the capsules"),
     Mutant("ctxenc_gate_wrong_branch", M + "ctxenc_gated_layer.py",
            "x = c_c + g * (c_s - c_c)", "x = c_s + g * (c_c - c_s)", CTXENC,
-           "issue case 6: g weighs the context attention instead of the source self-attention"),
+           "g weighs the context attention instead of the source self-attention"),
     Mutant("ctxsan_prefix_sums_not_reordered", "fairseq_ctx/models/transformer_ctxsan.py",
            'return reorder_cache(self, incremental_state, "ctx_sums", new_order)', "return incremental_state",
            CTXSAN_REORDER,
-           "issue case 7: the decoder's running sums of the prefix means do not follow the beams"),
+           "the decoder's running sums of the prefix means do not follow the beams"),
     Mutant("dc_conv_cache_not_reordered", M + "dual_contextual.py",
            'return reorder_cache(self, incremental_state, "dc_state", new_order)',
            'old = dict(self._get_input_buffer(incremental_state)); '
            'reorder_cache(self, incremental_state, "dc_state", new_order); '
            'self._get_input_buffer(incremental_state)["prev_input"] = old.get("prev_input"); '
            'return incremental_state', DC_REORDER,
-           "issue case 7: the causal convolution's cached inputs do not follow the beams"),
+           "the causal convolution's cached inputs do not follow the beams"),
     # ---- beam reordering, the other caches
     Mutant("dc_fi_cache_not_reordered", M + "incremental_cache.py",
            'order = cache.pop("pending_order", None)', 'cache.pop("pending_order", None); order = None',
@@ -262,16 +262,16 @@ MUTANTS: List[Mutant] = [
     Mutant("doc_collater_ignores_sort", "fairseq_ctx/data/document_context_dataset.py",
            'context = [by_id[i] for i in batch["id"].tolist()]', 'context = [s["context"] for s in samples]', DOC,
            "batched contexts stay in sample order while the sources are sorted by length"),
-    # ---- the contrastive scorer (issue 21 cases 3 and 4)
+    # ---- the contrastive scorer
     Mutant("contrastive_context_oldest", "fairseq_ctx/contrastive/scorer.py",
            "return list(sentences[-k:]) if k > 0 else []", "return list(sentences[:k]) if k > 0 else []",
            ("tests/test_contrastive.py::test_context_slice_keeps_the_newest",),
-           "issue case 3: the scorer keeps the oldest --context-size context sentences instead of the newest"),
+           "the scorer keeps the oldest --context-size context sentences instead of the newest"),
     Mutant("contrastive_ensemble_mean_logprob", "fairseq_ctx/contrastive/scorer.py",
            "torch.logsumexp(torch.stack(token_lprobs), dim=0) - math.log(len(token_lprobs)))",
            "torch.stack(token_lprobs).mean(dim=0))",
            ("tests/test_contrastive.py::test_two_model_ensemble_matches_fairseq_sequence_scorer",),
-           "issue case 4: an ensemble scored as the mean of log-probabilities, not the log of the mean probability"),
+           "an ensemble scored as the mean of log-probabilities, not the log of the mean probability"),
 ]
 
 CONFTEST = '''"""Written by scripts/mutation_check.py: record which fairseq_ctx is imported."""

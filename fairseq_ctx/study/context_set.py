@@ -6,7 +6,7 @@ balanced classes so that a model that ignores context scores 0.5.
 Why: the study's first pronoun set (``fairseq_ctx.study.pronouns``) has 188
 masculine and 18 feminine groups, and in 8 of the 18 the current Spanish
 verse marks the gender itself; a model that always says "he" scores 0.913,
-so no model can show context use on it (issue 31, item 4).  This set keeps
+so no model can show context use on it.  This set keeps
 only items the current verse provably cannot decide under a stated rule,
 and as many feminine items as masculine ones.
 

@@ -10,7 +10,7 @@ relative to the baseline row.
 from .analyses import CtxSanGates, LengthBuckets
 from .definition import Row, Table
 
-# Why our parameter counts differ from the paper's (issue 20 item 7): printed
+# Why our parameter counts differ from the paper's: printed
 # under every ctxsan table beside the dictionary sizes of the data used.
 PARAMS_NOTE = ("# Para.: the paper's Base 88.0M is 44.1M of layers plus three untied embedding matrices (encoder input, "
                "decoder input, output) of V x 512, so V is about 28.6k; ours use the dictionaries of the prepared "
