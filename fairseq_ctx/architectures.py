@@ -12,9 +12,11 @@ Two lists:
   architecture's options (ctxsan: context type x side x what is
   contextualised; DC: side x kernel size; GRET: the full model and each
   Table 3 ablation x routing softmax; ctxenc: the document task's context
-  modes). Tests that iterate over settings (warnings, half precision,
-  fixtures, the precision hunt) pick from it, by a documented selector such
-  as :func:`one_of_each`.
+  modes). Tests that iterate over settings (the contract's grid checks,
+  warnings, hydra, half precision, fixtures, the precision hunt) pick from
+  it, by a documented selector such as :func:`one_of_each`; its
+  architectures (:func:`grid_archs`) are the models ``fairseq_ctx.models``
+  registers.
 
 The valid choices of the options live here too (:data:`CTXSAN_CONTEXT_TYPES`,
 ...): the model files import them, so a grid cannot drift from what the
@@ -99,6 +101,9 @@ class Variant:
             context)
         decoder_state: the decoder caches state of its own between decoding
             steps (beyond fairseq's attention caches)
+        constant_init: name endings of parameters that start at one value
+            everywhere, which hides part of the equations (ctxsan's gate
+            vectors); tests of the equations give them random values
     """
 
     name: str
@@ -110,6 +115,7 @@ class Variant:
     readouts: Tuple[str, ...] = ()
     encoder_out: Tuple[str, ...] = ()
     decoder_state: bool = False
+    constant_init: Tuple[str, ...] = ()
 
 
 def _flag(dest: str) -> str:
@@ -134,7 +140,7 @@ def ctxsan(name: Optional[str] = None, **settings) -> Variant:
     read = {"query": ("q",), "key": ("k",), "both": ("q", "k")}[s["ctxsan_contextualize"]]
     return Variant(name, "transformer_ctxsan", flags, settings=s,
                    readouts=read if s["ctxsan_side"] != "decoder" else (),
-                   decoder_state=s["ctxsan_side"] != "encoder")
+                   decoder_state=s["ctxsan_side"] != "encoder", constant_init=("gate_h", "gate_c"))
 
 
 def dc(side: str = "enc", kernel_size: int = DC_DEFAULT_KERNEL_SIZE, name: Optional[str] = None,
@@ -222,6 +228,17 @@ _GRIDS: Dict[str, List[Variant]] = {
 OPTION_GRID: List[Variant] = [v for grid in _GRIDS.values() for v in grid]
 GRID_BY_NAME: Dict[str, Variant] = {v.name: v for v in OPTION_GRID}
 
+# per architecture, optionally: one training recipe (an argument file under
+# configs/, whose hydra YAML fairseq_ctx.tables.hydra_configs generates) that
+# tests/test_hydra.py trains through fairseq-hydra-train and fairseq-train
+# alike and compares; an architecture without one is not in that check
+RECIPES: Dict[str, str] = {
+    "transformer_ctxsan": "ctxsan/table1/08_both_deep_global_deep.args",
+    "transformer_dc": "dc/iwslt_enc_dc.args",
+    "transformer_gret": "gret/table3/04_capsule_gate.args",
+    "transformer_ctxenc": "voita/03_context_encoder_previous.args",
+}
+
 
 def option_grid(arch: str) -> List[Variant]:
     """Every grid setting of the model ``arch`` (its ``--arch`` name:
@@ -237,7 +254,9 @@ def option_grid(arch: str) -> List[Variant]:
 
 
 def grid_archs() -> List[str]:
-    """The ``--arch`` names that have an option grid, in the grid's order."""
+    """The ``--arch`` names that have an option grid, in the grid's order:
+    the plugin's models (``fairseq_ctx.models`` imports
+    ``fairseq_ctx/models/<arch>.py`` for each, which registers it)."""
     return list(_GRIDS)
 
 
@@ -249,7 +268,7 @@ def variant(name: str) -> Variant:
     return found
 
 
-def one_of_each(variants: Iterable[Variant] = None) -> List[Variant]:
+def one_of_each(variants: Optional[Iterable[Variant]] = None) -> List[Variant]:
     """Few variants of ``variants`` (default: the grid) that together build
     every value of every model option (``settings``) and every ``--arch``,
     one model each: greedy, each pick the variant that adds the most values

@@ -468,59 +468,64 @@ class HuntCase:
 
 
 def hunt_cases():
-    """The matrix of issue 15 item 2, built from fairseq_ctx/architectures.py:
+    """The matrix of issue 15 item 2, built from fairseq_ctx/architectures.py
+    (the baselines and ctxenc from ``VARIANTS``, the rest from the option
+    grid, :func:`fairseq_ctx.architectures.option_grid`):
 
     * fairseq's Transformer (the reference every tolerance is measured on) and
       the concatenation baseline (the same model on context + source);
-    * ctxsan: every --ctxsan-context on every --ctxsan-side, two layers per
+    * ctxsan: every --ctxsan-context on every --ctxsan-side (the grid's
+      settings that contextualise both query and key: the query-only and
+      key-only ones mix a subset of the same projections), two layers per
       side (layer 1 has no deep context; layer 2 has deep-global of 2d and
       deep of d);
-    * DC: Enc-DC, Dec-DC and Full-DC with --dc-kernel-size 2 (the paper's),
-      3 (an odd window, asymmetric when centred) and 8;
-    * GRET: the full model and each ablation of Table 3 with both
-      --gret-routing-softmax modes (no-capsule has no routing: once), two
-      encoder layers (the GRU aggregates more than one layer);
+    * DC: every setting of the grid, Enc-DC, Dec-DC and Full-DC with each
+      --dc-kernel-size of ``DC_KERNEL_SIZES`` (2, the paper's; 3, an odd
+      window, asymmetric when centred; 8);
+    * GRET: the full model and each single ablation of Table 3 with both
+      --gret-routing-softmax modes (no-capsule has no routing: once), the
+      default number of capsules (the grid's settings with at most one
+      ablation), two encoder layers (the GRU aggregates more than one layer);
     * ctxenc with the document task (ctx_tokens), two encoder layers (one
       shared, one gated);
+    * any other architecture with an option grid: each model of its grid,
+      two layers per side, with ctx_tokens where it runs under the document
+      task;
     * depth: ctxsan with both contexts on both sides at six layers, where the
       deep contexts of the top layers span 5 and 6 layers' states (Base only).
 
     One or two layers suffice elsewhere: in post-norm stacks every layer's
     output is layer-normalised, so magnitudes at initialisation do not grow
     with depth; what grows is sums over positions, i.e. lengths."""
-    from fairseq_ctx.modules.ctxsan_attention import CONTEXT_TYPES
-    from fairseq_ctx.modules.gret_capsule_routing import ROUTING_SOFTMAX_CHOICES
-    from fairseq_ctx.models.transformer_ctxsan import SIDES
+    by, grid = architectures.BY_NAME, architectures.option_grid
 
-    by = architectures.BY_NAME
-    cases = [HuntCase("transformer", by["transformer"].arch),
-             HuntCase("concat", by["concat"].arch, by["concat"].flags, "concat")]
-    for context in CONTEXT_TYPES:
-        for side in SIDES:
-            cases.append(HuntCase(f"ctxsan_{context}_{side}", by["ctxsan"].arch,
-                                  ("--ctxsan-context", context, "--ctxsan-side", side),
-                                  decoder_state=side != "encoder", layers=2))
-    for name, arch, dec in (("dc_enc", by["dc"].arch, False), ("dc_dec", "transformer_dc_dec", True),
-                            ("dc_full", by["dc_full"].arch, True)):
-        for f in (2, 3, 8):
-            cases.append(HuntCase(f"{name}_f{f}", arch, ("--dc-kernel-size", str(f)), decoder_state=dec))
-    for ablation in ("", "--gret-no-aggregation", "--gret-no-gate"):
-        for softmax in ROUTING_SOFTMAX_CHOICES:
-            label = "gret" + (ablation.replace("--gret", "") if ablation else "") + f"_{softmax}"
-            flags = (*by["gret"].flags, "--gret-routing-softmax", softmax, *((ablation,) if ablation else ()))
-            cases.append(HuntCase(label.replace("-", "_"), by["gret"].arch, flags, decoder_state=True, layers=2))
-    cases.append(HuntCase("gret_no_capsule", by["gret"].arch, (*by["gret"].flags, "--gret-no-capsule"),
-                          decoder_state=True, layers=2))
-    cases.append(HuntCase("ctxenc", by["ctxenc"].arch, by["ctxenc"].flags, "context", layers=2))
+    def case(v, kind="plain", **kw):
+        return HuntCase(v.name, v.arch, v.flags, kind, decoder_state=v.decoder_state, **kw)
+
+    cases = [case(by["transformer"]), case(by["concat"], "concat")]
+    cases += [case(v, layers=2) for v in grid("transformer_ctxsan") if v.settings["ctxsan_contextualize"] == "both"]
+    cases += [case(v) for v in grid("transformer_dc")]
+    cases += [case(v, layers=2) for v in grid("transformer_gret")
+              if v.settings["gret_capsules"] == architectures.GRET_DEFAULT_CAPSULES
+              and sum(v.settings[a] for a in architectures.GRET_ABLATIONS) <= 1]
+    cases.append(case(by["ctxenc"], "context", layers=2))
+    # any other architecture with an option grid: every model of its grid
+    # (settings that differ in task flags only build the same model), two layers
+    chosen = {"transformer_ctxsan", "transformer_dc", "transformer_gret", "transformer_ctxenc"}
+    for arch in architectures.grid_archs():
+        if arch not in chosen:
+            models = {}
+            for v in grid(arch):
+                models.setdefault(v.flags, v)
+            cases += [case(v, "context" if v.task else "plain", layers=2) for v in models.values()]
     # depth: the deep contexts of layer l concatenate l (deep-global) and l - 1
     # (deep) layers' states; six layers, the papers' depth, check their
     # projections. Base only: at Big size their 2 (2l - 1) d^2 parameters per
     # layer make a 320M-parameter model; the first run built it and was killed
     # at 20 GB (with float64 copies of the gradients, since removed), and it
     # was not tried again beside the jobs sharing that machine.
-    cases.append(HuntCase("ctxsan_deep-global+deep_both_6layers", by["ctxsan"].arch,
-                          ("--ctxsan-context", "deep-global+deep", "--ctxsan-side", "both"),
-                          decoder_state=True, layers=6, sizes=("base",)))
+    deepest = architectures.variant("ctxsan_deep-global+deep_both")
+    cases.append(dataclasses.replace(case(deepest, layers=6, sizes=("base",)), name=deepest.name + "_6layers"))
     return cases
 
 

@@ -32,7 +32,7 @@ import torch
 from fairseq.modules import MultiheadAttention
 from fairseq.sequence_generator import SequenceGenerator
 
-from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS
+from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS, grid_archs, names, one_of_each, option_grid, variant
 from fairseq_ctx.modules.incremental_cache import settled
 from fairseq_ctx.modules.readout import reading
 from tests.utils import build_model, generate_in_process, interactive_in_process, parse_generate, validate
@@ -41,6 +41,9 @@ torch.set_num_threads(1)
 
 NAMES = [v.name for v in VARIANTS]
 BY_NAME = {v.name: v for v in VARIANTS}
+# what fairseq's TransformerEncoder puts in encoder_out (with return_all_hiddens)
+FAIRSEQ_ENCODER_OUT = {"encoder_out", "encoder_padding_mask", "encoder_embedding", "encoder_states",
+                       "fc_results", "src_tokens", "src_lengths"}
 ORDER = torch.tensor([2, 0, 3, 1])  # a permutation in which no row keeps its place
 STEPS = 3
 # Largest |p_half - p_fp32| over the output probabilities (tiny models at
@@ -54,14 +57,16 @@ _MODELS = {}
 
 
 def _model(name):
-    """The variant at tiny size, dropout off, every parameter random (ctxsan's
-    gate vectors start at zero, which would hide half of Eq. 6)."""
+    """The variant at tiny size, dropout off, every parameter random (the
+    variant's ``constant_init`` parameters, e.g. ctxsan's gate vectors, start
+    at one value, which would hide part of the equations)."""
     if name not in _MODELS:
         torch.manual_seed(0)
         model = build_model(BY_NAME[name].arch, [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", "0"]).eval()
+        constant = BY_NAME[name].constant_init
         with torch.no_grad():
             for pname, p in model.named_parameters():
-                if pname.endswith(("gate_h", "gate_c")):
+                if constant and pname.endswith(constant):
                     p.normal_(std=0.5)
         _MODELS[name] = model
     return _MODELS[name]
@@ -182,15 +187,21 @@ def test_reorder_encoder_out_equals_encoding_the_permuted_batch(name):
             assert want.dim() == len(dims), (n, key)
             got = readouts[n][key].index_select(dims.index("B"), ORDER)
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5, msg=lambda msg: f"{n}/{key}: {msg}")
+    # what the variant declares (fairseq_ctx.architectures): the readouts of
+    # its encoder, and its own encoder_out entries, one tensor each
     read = {key for r in readouts.values() for key in r}
-    assert read == {"ctxsan": {"q", "k"}, "ctxsan_both": {"q", "k"}, "dc": {"alpha"}, "dc_full": {"alpha"},
-                    "ctxenc": {"gate"}}.get(name, set())
-    if name == "ctxenc":
-        assert all(len(direct[k]) == 1 for k in ("ctx_out", "ctx_padding_mask"))
-        assert list(readouts) == ["layers.1"]  # the gated last layer
-        assert readouts["layers.1"]["gate"].shape == direct["encoder_out"][0].shape  # T x B x C
-    if name == "gret":
-        assert len(direct["gret_global"]) == 1
+    assert read == set(BY_NAME[name].readouts)
+    for key in BY_NAME[name].encoder_out:
+        assert len(direct[key]) == 1, key
+    # each readout's named dimensions are the encoder output's (T x B x C;
+    # S, the attended positions, is T in the encoder)
+    T, B, C = direct["encoder_out"][0].shape
+    sizes = {"T": T, "S": T, "B": B, "C": C}
+    for n, m in modules.items():
+        for key, value in p_readouts[n].items():
+            for i, dim in enumerate(m.readout_shapes[key].split(" x ")):
+                want = int(dim) if dim.isdigit() else sizes.get(dim)
+                assert want is None or value.shape[i] == want, (n, key, dim, tuple(value.shape))
 
 
 def _encoder_attention_keys(model):
@@ -326,6 +337,51 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
     assert grads[0].keys() == grads[1].keys()
     for n in grads[0]:
         torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-5, rtol=1e-4, msg=lambda m: f"{n}: {m}")
+
+
+# ---------------------------------------------------------------- the option grid
+
+
+@pytest.mark.parametrize("arch", grid_archs())
+def test_option_grid_settings_are_what_fairseq_parses(arch):
+    """Each setting of the architecture's option grid
+    (:func:`fairseq_ctx.architectures.option_grid`) is what fairseq-train
+    makes of its flags: every option of ``settings`` and ``task_settings``,
+    defaults included (so the grid's defaults are the architecture
+    function's)."""
+    from fairseq import options
+
+    grid = option_grid(arch)
+    assert grid and {v.arch for v in grid} == {arch}
+    for v in grid:
+        args = options.parse_args_and_arch(options.get_training_parser(),
+                                           ["/nonexistent", "--arch", v.arch, *v.flags, *v.task])
+        want = {**v.settings, **v.task_settings}
+        assert {k: getattr(args, k) for k in want} == want, v.name
+
+
+@pytest.mark.parametrize("name", names(one_of_each()))
+def test_option_grid_models_have_what_they_declare(name):
+    """A few settings of the grid that together take every value of every
+    option (:func:`~fairseq_ctx.architectures.one_of_each`), built at tiny
+    size: their encoder's readouts, their own ``encoder_out`` entries and
+    whether their decoder caches state of its own beyond fairseq's attention
+    caches are those their Variant declares."""
+    v = variant(name)
+    torch.manual_seed(0)
+    model = build_model(v.arch, [*TINY_FLAGS, *v.flags, "--dropout", "0"]).eval()
+    src, src_lengths, prev, _, kwargs = _batch(model)
+    with torch.no_grad():
+        with reading(model.encoder) as modules:
+            enc = _encode(model, src, src_lengths, kwargs, True)
+            read = {key for m in modules.values() for key in m.last_readout}
+        state = {}
+        _decode(model, enc, prev, state, 0, 2)
+    assert read == set(v.readouts)
+    assert {k for k in enc if len(enc[k])} - FAIRSEQ_ENCODER_OUT == set(v.encoder_out)
+    fairseq_caches = {m._get_full_incremental_state_key("attn_state") for m in model.decoder.modules()
+                      if type(m) is MultiheadAttention}
+    assert bool(set(state) - fairseq_caches) == v.decoder_state
 
 
 # ---------------------------------------------------------------- fairseq's commands

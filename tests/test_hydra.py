@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 import fairseq_ctx
-from fairseq_ctx.architectures import TINY_FLAGS
+from fairseq_ctx.architectures import RECIPES, TINY_FLAGS, VARIANTS, grid_archs, option_grid
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.tables import all_tables, hydra_configs
 from fairseq_ctx.tables.config import read_args
@@ -45,13 +45,9 @@ torch.set_num_threads(1)
 
 CONFIGS = REPO / "configs"
 HYDRA_DIR = CONFIGS / "hydra"
-# one recipe per architecture (the argument file; its YAML is configs/hydra/<name>.yaml)
-PARITY = {
-    "transformer_dc": "dc/iwslt_enc_dc.args",
-    "transformer_ctxsan": "ctxsan/table1/08_both_deep_global_deep.args",
-    "transformer_gret": "gret/table3/04_capsule_gate.args",
-    "transformer_ctxenc": "voita/03_context_encoder_previous.args",
-}
+# one recipe per architecture (the argument file; its YAML is configs/hydra/<name>.yaml):
+# fairseq_ctx.architectures.RECIPES
+PARITY = dict(RECIPES)
 # sections that only fairseq-generate reads (fairseq-train's parser fills scoring: bleu)
 NOT_TRAINING = {"scoring"}
 
@@ -169,7 +165,7 @@ def test_same_config_and_model_as_fairseq_train(arch, doc_corpus):
 # the dataclasses
 
 
-@pytest.mark.parametrize("arch", list(PARITY))
+@pytest.mark.parametrize("arch", grid_archs())
 def test_the_dataclass_is_the_source_of_the_flags(arch):
     dc = MODEL_DATACLASS_REGISTRY[arch]
     parser = argparse.ArgumentParser(argument_default=argparse.SUPPRESS)
@@ -178,15 +174,16 @@ def test_the_dataclass_is_the_source_of_the_flags(arch):
     fields = {k: f for k, f in dc.__dataclass_fields__.items() if k != "_name"}
     assert set(actions) == set(fields)
     own = {k: f for k, f in fields.items() if k.startswith(arch.split("_")[1] + "_")}
-    assert len(own) == {"transformer_dc": 3, "transformer_ctxsan": 3, "transformer_gret": 7,
-                        "transformer_ctxenc": 0}[arch]
+    # every option of the architecture's grid (fairseq_ctx.architectures) is one of its own flags
+    grid = option_grid(arch)
+    assert {k for v in grid for k in v.settings} <= set(own)
     for name, f in own.items():
         assert actions[name].help == f.metadata["help"]
         assert actions[name].option_strings == ["--" + name.replace("_", "-")]
         if "choices" in f.metadata:  # free-form flags checked by validate_<arch>_args (ConfigError naming the flag)
             assert actions[name].choices is None
-    if arch == "transformer_gret":
-        assert list(actions["gret_routing_softmax"].choices) == ["capsules", "positions"]
+        if actions[name].choices is not None:  # an enum: argparse's choices are the values the grid covers
+            assert list(actions[name].choices) == list(dict.fromkeys(v.settings[name] for v in grid))
     assert actions["encoder_embed_dim"].help == "encoder: embedding dimension"  # fairseq's help, as before
     # no argparse defaults: the architecture functions set them
     assert not any(hasattr(a, "default") and a.default not in (argparse.SUPPRESS, None) for a in actions.values())
@@ -239,7 +236,8 @@ def test_an_architecture_named_in_model_name_gets_its_preset():
                                                                                                        "capsules")
 
 
-@pytest.mark.parametrize("name", ["dc", "ctxsan", "gret", "ctxenc"])
+# the first Base variant of each architecture with an option grid
+@pytest.mark.parametrize("name", [next(v.name for v in VARIANTS if v.arch == arch) for arch in grid_archs()])
 def test_checkpoints_with_legacy_namespace_arguments_load(name, trained_checkpoint, doc_corpus, tmp_path):
     """Checkpoints written before the dataclasses store the model arguments
     as fairseq-train's namespace (``_name`` = the arch); they load through

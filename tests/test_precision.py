@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import fairseq_ctx
-from fairseq_ctx.architectures import BY_NAME
+from fairseq_ctx import architectures
 from tests.utils import REPO, build_model, make_parallel_data, preprocess, run_cli, toy_dictionary, train
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
@@ -32,26 +32,45 @@ def _load_script():
 
 precision_check = _load_script()
 
-ONE = ["--encoder-layers", "1", "--decoder-layers", "1"]
-# test id -> (variant of fairseq_ctx.architectures, whose arch and model flags
-# are built at Base size, extra model flags, input kind, incremental decoding
-# checked). Step-by-step decoding over 250 steps would cost ~20 s per
-# architecture here (suite budget); the only decoder state that grows with the
-# prefix, ctxsan's running sums, is checked over 600 steps by
-# test_ctxsan_prefix_means_half_precision_long_prefix, and
-# scripts/precision_check.py --path checks decoding on real data.
+def _layers(n):
+    return ["--encoder-layers", str(n), "--decoder-layers", str(n)]
+
+
+# test id -> (variant or option-grid setting of fairseq_ctx.architectures,
+# whose arch and model flags are built at Base size, layers per side,
+# incremental decoding checked); the input follows the variant's task flags
+# (_kind). One setting per architecture. Step-by-step decoding over 250 steps
+# would cost ~20 s per architecture here (suite budget); the only decoder
+# state that grows with the prefix, ctxsan's running sums, is checked over
+# 600 steps by test_ctxsan_prefix_means_half_precision_long_prefix, and
+# scripts/precision_check.py checks decoding on real data (--path) and the
+# option grid's settings (hunt_cases).
 VARIANTS = {
     # plain fairseq Transformer on a concatenated input (250-token context,
     # <sep>, 250-token source): the concatenation baseline, and the reference
     # for the tolerances below
-    "concat": ("concat", ONE, "concat", False),
+    "concat": ("concat", 1, False),
     # two layers so that layer 2 has a deep context; both sides, so the
     # decoder's prefix means and their running sums are checked
-    "ctxsan_both": ("ctxsan_both", ["--encoder-layers", "2", "--decoder-layers", "2"], "plain", False),
-    "dc_full_f8": ("dc_full", ONE + ["--dc-kernel-size", "8"], "plain", False),
-    "gret": ("gret", ONE, "plain", False),
-    "ctxenc": ("ctxenc", ONE, "context", False),  # fairseq's decoder
+    "ctxsan_both": ("ctxsan_both", 2, False),
+    "dc_full_f8": ("dc_full_f8", 1, False),  # the widest window of the grid on both sides
+    "gret": ("gret", 1, False),
+    "ctxenc": ("ctxenc", 1, False),  # fairseq's decoder
 }
+# any other architecture with an option grid: its first Base variant, one layer a side
+_COVERED = {architectures.variant(name).arch for name, _, _ in VARIANTS.values()}
+VARIANTS.update({v.name: (v.name, 1, False) for arch in architectures.grid_archs() if arch not in _COVERED
+                 for v in [next(x for x in architectures.VARIANTS if x.arch == arch)]})
+
+
+def _kind(v):
+    """The input a variant's task gives it: a context glued to the source,
+    a separate context, or the sentence alone."""
+    if "--concat-context" in v.task:
+        return "concat"
+    return "context" if v.task else "plain"
+
+
 # Largest |p_half - p_fp32| over every output probability. Measured on these
 # batches: fairseq's Transformer ("concat") 4.3e-4 (fp16) and 3.8e-3 (bf16),
 # the others at most 4.2e-3 (bf16); the bounds leave a margin of about 2.5x
@@ -97,11 +116,12 @@ def test_half_precision_base_dims_real_lengths(variant):
     decoder state) step-by-step decoding: every output and gradient finite, no
     module's output non-finite, probabilities within TOLERANCE of float32, the
     gradient's direction that of float32."""
-    name, extra, kind, incremental = VARIANTS[variant]
+    name, layers, incremental = VARIANTS[variant]
+    v = architectures.variant(name)
     torch.manual_seed(0)
     d = toy_dictionary()
-    model = build_model(BY_NAME[name].arch, [*BY_NAME[name].flags, *extra], dictionary=d)
-    rows = precision_check.compare_precisions(model, _sample(d, kind), ["fp16", "bf16"], incremental=incremental,
+    model = build_model(v.arch, [*v.flags, *_layers(layers)], dictionary=d)
+    rows = precision_check.compare_precisions(model, _sample(d, _kind(v)), ["fp16", "bf16"], incremental=incremental,
                                               tolerance=TOLERANCE)
     for row in rows:
         print(variant, row)
@@ -150,7 +170,7 @@ def test_ctxsan_prefix_means_half_precision_long_prefix():
         assert ((step.float() - ref).abs() <= bound).all()
 
 
-@pytest.mark.parametrize("softmax_over", ["capsules", "positions"])
+@pytest.mark.parametrize("softmax_over", architectures.GRET_ROUTING_SOFTMAX_CHOICES)
 def test_capsule_routing_half_precision_base_dims_long_sentences(softmax_over, monkeypatch):
     """Issue 15: with Base dimensions the pre-squash capsule vectors are
     weighted sums over positions whose norms reach the hundreds (|t|^2 passes
@@ -252,9 +272,10 @@ def test_precision_check_script_runs_and_catches_nonfinite_modules(tmp_path):
 # each side (encoder: sentence means; decoder: causal prefix means, one pass
 # and step by step with running sums), Enc-DC and Dec-DC (f = 2, the paper's,
 # and f = 3, an asymmetric centred window; Full-DC f = 8 is built above), and
-# GRET's ablations (no capsules, no aggregation with both routing softmaxes,
-# the softmax over positions, no gate). scripts/precision_check.py --hunt
-# builds every one of them as a whole model at Base and Big size.
+# GRET's single ablations with each routing softmax (no capsules: no routing)
+# and the softmax over positions. The cases are settings of the option grid
+# (fairseq_ctx.architectures, selected below). scripts/precision_check.py
+# --hunt builds every one of them as a whole model at Base and Big size.
 #
 # Errors are measured in unit roundoffs u (2^-11 float16, 2^-8 bfloat16)
 # relative to the float32 output: the root mean square of the error over
@@ -314,8 +335,14 @@ def _assert_grads(what, dtype, g, g_ref):
     assert cos > MODULE_GRAD_COSINE, f"{what} {dtype}: gradient cosine {cos:.6f}"
 
 
-@pytest.mark.parametrize("side", ["encoder", "decoder"])
-@pytest.mark.parametrize("context", ["global", "deep", "deep-global", "deep-global+deep"])
+# every --ctxsan-context on one side (both sides is the two together), query
+# and key contextualised
+CTXSAN_MODULE_CASES = [(v.settings["ctxsan_context"], v.settings["ctxsan_side"])
+                       for v in architectures.option_grid("transformer_ctxsan")
+                       if v.settings["ctxsan_contextualize"] == "both" and v.settings["ctxsan_side"] != "both"]
+
+
+@pytest.mark.parametrize("context,side", CTXSAN_MODULE_CASES)
 def test_ctxsan_attention_half_precision_every_context_and_side(context, side):
     """Context-aware self-attention of layer 2 (deep-global of 2d, deep of d)
     with a 2-layer history; encoder: sentence means over 250 tokens beside a
@@ -380,7 +407,15 @@ def test_ctxsan_attention_half_precision_every_context_and_side(context, side):
     _check_every_dtype(f"ctxsan {context} {side}", full, ~mask.t(), check_steps if causal else None)
 
 
-@pytest.mark.parametrize("side,f", [("encoder", 2), ("encoder", 3), ("decoder", 2), ("decoder", 3)])
+# Enc-DC and Dec-DC with each kernel size of the grid but the largest
+# (Full-DC with it is built above)
+DC_MODULE_CASES = [("encoder" if v.settings["dc_encoder_layers"] == "all" else "decoder", v.settings["dc_kernel_size"])
+                   for v in architectures.option_grid("transformer_dc")
+                   if v.settings["dc_encoder_layers"] != v.settings["dc_decoder_layers"]
+                   and v.settings["dc_kernel_size"] < max(architectures.DC_KERNEL_SIZES)]
+
+
+@pytest.mark.parametrize("side,f", DC_MODULE_CASES)
 def test_dual_contextual_half_precision_enc_and_dec(side, f):
     """The DC module of Enc-DC (centred window) and Dec-DC (causal window,
     future mask filled with -inf in the model's dtype, and step by step over
@@ -423,9 +458,21 @@ def test_dual_contextual_half_precision_enc_and_dec(side, f):
     _check_every_dtype(f"DC {side} f={f}", full, ~mask.t(), check_steps if causal else None)
 
 
-@pytest.mark.parametrize("ablation,softmax_over", [
-    ("no_capsule", "capsules"), ("no_aggregation", "capsules"), ("no_aggregation", "positions"),
-    ("none", "positions"), ("no_gate", "capsules")])
+def _gret_case(v):
+    """(the ablation of Table 3 or "none", routing softmax) of a GRET setting with at most one ablation."""
+    ablation = next((a[len("gret_"):] for a in architectures.GRET_ABLATIONS if v.settings[a]), "none")
+    return ablation, v.settings["gret_routing_softmax"]
+
+
+# the grid's settings with at most one ablation at the default capsule count,
+# but the full model with the softmax over capsules (built above)
+GRET_MODULE_CASES = [_gret_case(v) for v in architectures.option_grid("transformer_gret")
+                     if v.settings["gret_capsules"] == architectures.GRET_DEFAULT_CAPSULES
+                     and sum(v.settings[a] for a in architectures.GRET_ABLATIONS) <= 1
+                     and _gret_case(v) != ("none", architectures.GRET_ROUTING_SOFTMAX_CHOICES[0])]
+
+
+@pytest.mark.parametrize("ablation,softmax_over", GRET_MODULE_CASES)
 def test_gret_global_state_and_gate_half_precision_ablations(ablation, softmax_over):
     """GRET's global representation (Eq. 2-10) over two encoder layers of 250
     tokens beside a left-padded 50-token row, and the context gate (Eq.

@@ -19,21 +19,19 @@ import torch
 from fairseq.models.transformer import TransformerDecoderBase
 
 from fairseq_ctx import quiet
+from fairseq_ctx.architectures import TINY_FLAGS, one_of_each
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from tests.utils import build_model, generate, interactive, make_parallel_data, preprocess, train
 
 TASK = ["--task", "document_translation"]
 MASK_WARNING = "mismatched key_padding_mask and attn_mask"
 
-ARCHS = {
-    "ctxsan_encoder": ("transformer_ctxsan_tiny", ["--ctxsan-side", "encoder"]),
-    "ctxsan_decoder": ("transformer_ctxsan_tiny", ["--ctxsan-side", "decoder"]),
-    "ctxsan_both": ("transformer_ctxsan_tiny", ["--ctxsan-side", "both"]),
-    "dc_enc": ("transformer_dc_tiny", ["--dc-encoder-layers", "all", "--dc-decoder-layers", "none"]),
-    "dc_dec": ("transformer_dc_tiny", ["--dc-encoder-layers", "none", "--dc-decoder-layers", "all"]),
-    "gret": ("transformer_gret_tiny", []),
-    "ctxenc": ("transformer_ctxenc_tiny", []),
-}
+# Every architecture with an option grid, with every value of each of its
+# options in at least one model (fairseq_ctx.architectures.one_of_each: 12
+# models for 4 architectures), at tiny size.
+ARCHS = {v.name: (v.arch, [*TINY_FLAGS, *v.flags]) for v in one_of_each()}
+
+
 def _batch(model):
     torch.manual_seed(0)
     src = torch.randint(4, 40, (3, 7))

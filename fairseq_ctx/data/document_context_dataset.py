@@ -62,7 +62,7 @@ import torch
 
 from fairseq.data import FairseqDataset, LanguagePairDataset, data_utils
 
-CONTEXT_MODES = ("previous", "next", "random")
+from fairseq_ctx.architectures import CONTEXT_MODES  # --context-mode's choices (one list, torch-free)
 # How context reaches the model: as separate net_input keys (``ctx_tokens``,
 # ``ctx_lengths``), glued to the source, or not at all.
 INPUT_MODES = ("separate", "concat", "none")

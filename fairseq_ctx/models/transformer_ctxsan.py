@@ -46,6 +46,7 @@ from fairseq.models.transformer.transformer_legacy import (
 )
 from torch import Tensor
 
+from fairseq_ctx.architectures import CTXSAN_SIDES as SIDES
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.ctxsan_attention import (
     CONTEXT_TYPES,
@@ -67,8 +68,6 @@ from fairseq_ctx.models.model_config import (
     unset,
 )
 from fairseq_ctx.models.presets import tiny_dims
-
-SIDES = ("encoder", "decoder", "both")
 
 
 def _needs(context: str):

@@ -52,12 +52,13 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
+# the choices of --ctxsan-context and --ctxsan-contextualize live beside the option grid (torch-free)
+from fairseq_ctx.architectures import CTXSAN_CONTEXT_TYPES as CONTEXT_TYPES
+from fairseq_ctx.architectures import CTXSAN_CONTEXTUALIZE as CONTEXTUALIZE
+
 from .fused_attention import attend_mask, attention
 from .incremental_cache import append_keys_values, reorder_cache
 from .readout import Readout
-
-CONTEXT_TYPES = ("global", "deep", "deep-global", "deep-global+deep")
-CONTEXTUALIZE = ("query", "key", "both")
 
 
 def context_parts(context: str) -> List[str]:

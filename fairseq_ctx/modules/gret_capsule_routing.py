@@ -47,7 +47,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-ROUTING_SOFTMAX_CHOICES = ("capsules", "positions")
+# the choices of --gret-routing-softmax live beside the option grid (torch-free)
+from fairseq_ctx.architectures import GRET_ROUTING_SOFTMAX_CHOICES as ROUTING_SOFTMAX_CHOICES
 
 
 def squash(t, dim: int = -1, eps: float = 1e-9):

@@ -103,6 +103,7 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
+from fairseq_ctx.architectures import CONTEXT_MODES
 from fairseq_ctx.data import split_context
 from fairseq_ctx.data.context_input import input_mode, sentence_dataset, without_context
 from fairseq_ctx.data.document_context_dataset import DocumentContextDataset
@@ -116,7 +117,7 @@ logger = logging.getLogger(__name__)
 class DocumentTranslationConfig(TranslationConfig):
     context_size: int = field(default=1, metadata={
         "help": "number of context sentences per sentence (0 = none)"})
-    context_mode: ChoiceEnum(["previous", "next", "random"]) = field(default="previous", metadata={
+    context_mode: ChoiceEnum(list(CONTEXT_MODES)) = field(default="previous", metadata={
         "help": "which sentences form the context: the preceding ones of the same document, "
                 "the following ones, or random sentences of the split (control)"})
     shuffle_context: bool = field(default=False, metadata={
