@@ -468,7 +468,7 @@ class HuntCase:
 
 
 def hunt_cases():
-    """The matrix of issue 15 item 2, built from fairseq_ctx/architectures.py
+    """The hunt's matrix, built from fairseq_ctx/architectures.py
     (the baselines and ctxenc from ``VARIANTS``, the rest from the option
     grid, :func:`fairseq_ctx.architectures.option_grid`):
 
@@ -731,8 +731,8 @@ def main():
                    help="checkpoint mode: tolerated |p - p_fp32|, one per --precision (default: PROB_TOLERANCE)")
     h = p.add_argument_group("hunt mode (--hunt; no data, no training)")
     h.add_argument("--hunt", action="store_true",
-                   help="build every case of the matrix of issue 15 (every ctxsan context and side; Enc-, "
-                   "Dec- and Full-DC with f = 2, 3, 8; GRET and each ablation with both routing softmaxes; "
+                   help="build every case of hunt_cases() (every ctxsan context and side; Enc-, "
+                   "Dec- and Full-DC with f = 2, 3, 8; GRET and each single ablation with both routing softmaxes; "
                    "ctxenc with contexts; fairseq's Transformer and the concatenation baseline) at --size "
                    "at initialisation and run forward, backward and (where the decoder keeps state of its "
                    "own) step-by-step decoding in each --precision against float32 on one batch of "
