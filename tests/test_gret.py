@@ -107,6 +107,17 @@ def _squash_eq4(t):
     return sq / (1 + sq) * t / sq.sqrt()
 
 
+def _gru_step_by_hand(gru, x, s):
+    """One step of torch's GRU cell written out (Eq. 10: s^m = GRU(x^m, s^{m-1}))."""
+    d = gru.hidden_size
+    gi = gru.weight_ih @ x + gru.bias_ih
+    gh = gru.weight_hh @ s + gru.bias_hh
+    r = torch.sigmoid(gi[:d] + gh[:d])
+    z = torch.sigmoid(gi[d:2 * d] + gh[d:2 * d])
+    cand = torch.tanh(gi[2 * d:] + r * gh[2 * d:])
+    return (1 - z) * cand + z * s
+
+
 def reference_global_state(glob, layer_states, lengths, iterations, softmax_dim):
     """s^M of every sentence from the encoder layers' outputs (each T x B x d,
     left-padded), by the paper's equations, one sentence at a time over its
@@ -132,12 +143,7 @@ def reference_global_state(glob, layer_states, lengths, iterations, softmax_dim)
             s_hat = torch.tanh(pool.query_ffn(u.mean(0)))  # Eq. 9
             a = F.softmax(u @ s_hat, dim=0)  # Eq. 8
             x = torch.tanh(pool.out_ffn((a.unsqueeze(-1) * u).sum(0)))  # Eq. 7: ATP(U^m)
-            gi = gru.weight_ih @ x + gru.bias_ih  # Eq. 10, GRU(x, s^{m-1})
-            gh = gru.weight_hh @ s + gru.bias_hh
-            r = torch.sigmoid(gi[:d] + gh[:d])
-            z = torch.sigmoid(gi[d:2 * d] + gh[d:2 * d])
-            cand = torch.tanh(gi[2 * d:] + r * gh[2 * d:])
-            s = (1 - z) * cand + z * s
+            s = _gru_step_by_hand(gru, x, s)  # Eq. 10, GRU(x, s^{m-1})
         out.append(s)
     return torch.stack(out)
 
@@ -258,16 +264,9 @@ def _global_state_by_hand(glob, layer_states, lengths, settings, iterations):
             assert glob.gru is None
             out.append(pooled[-1])
             continue
-        gru = glob.gru
-        d = gru.hidden_size
-        s = torch.zeros(d)
+        s = torch.zeros(glob.gru.hidden_size)
         for x in pooled:  # Eq. 10: s^m = GRU(x^m, s^{m-1})
-            gi = gru.weight_ih @ x + gru.bias_ih
-            gh = gru.weight_hh @ s + gru.bias_hh
-            r = torch.sigmoid(gi[:d] + gh[:d])
-            z = torch.sigmoid(gi[d:2 * d] + gh[d:2 * d])
-            cand = torch.tanh(gi[2 * d:] + r * gh[2 * d:])
-            s = (1 - z) * cand + z * s
+            s = _gru_step_by_hand(glob.gru, x, s)
         out.append(s)
     return torch.stack(out)
 
