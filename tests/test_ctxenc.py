@@ -502,3 +502,14 @@ def test_forward_with_context_switched_off_equals_fairseqs_encoder(monkeypatch, 
         enc.layers[-1].gate.bias.fill_(0.0)
         on = enc(src, lens, ctx_tokens=ctx)["encoder_out"][0]
     assert (on - theirs["encoder_out"][0]).abs().max() > 1e-3
+
+
+def test_return_fc_is_refused():
+    """fairseq's layers return (x, fc_result) with return_fc, which
+    CtxEncEncoder.forward does not unpack: refused in one line at build time."""
+    from fairseq.models.transformer import TransformerConfig
+
+    model = tiny()
+    with pytest.raises(ValueError, match="transformer_ctxenc: return_fc"):
+        ctxenc_mod.CtxEncEncoder(TransformerConfig.from_namespace(model.args), model.encoder.dictionary,
+                                 model.encoder.embed_tokens, return_fc=True)

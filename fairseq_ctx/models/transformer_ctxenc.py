@@ -108,6 +108,9 @@ class CtxEncEncoder(TransformerEncoderBase):
     ``self.ctx_layer`` the context encoder's own last layer."""
 
     def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
+        if return_fc:
+            # fairseq's layers would return (x, fc_result) pairs, which forward does not unpack
+            raise ValueError("transformer_ctxenc: return_fc (each layer's feed-forward output) is not supported")
         self._layers_built = 0
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         self.ctx_layer = super().build_encoder_layer(cfg)
