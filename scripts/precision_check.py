@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Mixed-precision health check (issue 8): train every architecture with
+"""Mixed-precision health check: train every architecture with
 fairseq's ``--fp16`` and ``--bf16`` and show that it neither diverges nor
 loops on overflow, and that every module's output stays finite.
 
@@ -52,7 +52,7 @@ lengths cut from the running text of ``--gen-subset`` (consecutive sentences
 glued, contexts the text before), longer than any sentence of a corpus like
 the Bible, decoded step by step over ``--inc-steps`` positions.
 
-Hunt mode (``--hunt``, CPU, no data): every variant of the matrix of issue 15
+Hunt mode (``--hunt``, CPU, no data): every variant of the precision matrix
 (:func:`hunt_cases`) built at Base and/or Big dimensions at initialisation,
 each precision against float32 on one batch of sources, targets and contexts
 of ``--lengths`` (:func:`hunt_sample`), with the same comparison as checkpoint
@@ -426,7 +426,7 @@ def check_checkpoint(opts):
 
 
 # ---------------------------------------------------------------------------
-# Hunt mode (--hunt): every variant of the matrix of issue 15 at the papers'
+# Hunt mode (--hunt): every variant of the precision matrix at the papers'
 # dimensions and sentence lengths, at initialisation, on CPU.
 # ---------------------------------------------------------------------------
 HUNT_SIZES = {"base": (512, 2048, 8), "big": (1024, 4096, 16)}  # d, ffn, heads (Vaswani et al. Table 3)
@@ -440,8 +440,8 @@ HUNT_LENGTHS = (1, 50, 150, 250)
 # 2.5 (GRET, bfloat16: the same largest logit error as a two-layer
 # Transformer's, 0.036 against 0.032, on a peakier output distribution). A
 # case fails when it loses a few roundings more than fairseq's own
-# Transformer; NaN, inf or a drifting sum (issue 15: 0.37 in bfloat16, 95
-# unit roundoffs) by far.
+# Transformer; NaN, inf or a drifting sum (the bugs once found: 0.37 in
+# bfloat16, 95 unit roundoffs) by far.
 HUNT_TOLERANCE = {"fp16": 5 * 2.0 ** -11, "bf16": 5 * 2.0 ** -8}
 # Cosine of the half-precision gradient with float32's: measured >= 0.9997
 # at initialisation (the NLL of random targets has large gradients, so

@@ -42,7 +42,7 @@ def test_benchmark_reports_ratios(tmp_path):
     for label, rounds in runs.items():
         assert len(rounds) == 2 and rounds[1]["timed_train_tokens"] == rounds[0]["timed_train_tokens"]
         assert rounds[1]["train_flops_tok"] == rounds[0]["train_flops_tok"]
-    # document order (issue 13 item 3): only the model that can reuse sentence
+    # document order: only the model that can reuse sentence
     # states gets it, against the baseline's decode of every valid sentence
     assert "full_decode_tok_s" in runs["transformer"][0] and "doc_order_decode_tok_s" not in runs["transformer"][0]
     assert not any(k.startswith(("full_decode", "doc_order")) for k in results["wide-ffn"])

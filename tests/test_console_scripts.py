@@ -1,6 +1,6 @@
 """Every console script of setup.py is installed, listed in the README, and
 its ``--help`` exits 0, shows an example and imports neither torch nor
-fairseq (issue 14 item 3, issue 19 item 5). Timing is
+fairseq. Timing is
 ``scripts/benchmark_help.py``'s business, not a test's."""
 import importlib.metadata
 import importlib.util

@@ -121,7 +121,7 @@ def test_token_layout_round_trip():
     c1, c2, src = torch.tensor([5, 6, EOS]), torch.tensor([7, EOS]), torch.tensor([8, 9, 10, EOS])
     assert build_context_tokens([], EOS, SEP).tolist() == [EOS]
     assert build_context_tokens([c1, c2], EOS, SEP).tolist() == [5, 6, SEP, 7, EOS]
-    # a cut just after a sentence leaves no separator first (issue 18 item 7)
+    # a cut just after a sentence leaves no separator first
     assert build_context_tokens([c1, c2], EOS, SEP, max_tokens=3).tolist() == [7, EOS]
     assert build_context_tokens([c1, c2], EOS, SEP, max_tokens=4).tolist() == [6, SEP, 7, EOS]
     glued = concat_context_source([c1, c2], src, EOS, SEP)

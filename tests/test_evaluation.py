@@ -379,7 +379,7 @@ def test_bootstrap_p_is_one_for_equal_scores_with_different_outputs():
 
 
 # ---------------------------------------------------------------------------
-# chrF, TER, document-level BLEU, BLEU by position (issue 19)
+# chrF, TER, document-level BLEU, BLEU by position
 # ---------------------------------------------------------------------------
 
 def test_document_bleu_hand_computed():

@@ -1,4 +1,4 @@
-"""Hostile input (issue 8): every case ends in one line ``fairseq_ctx: error:
+"""Hostile input: every case ends in one line ``fairseq_ctx: error:
 ...`` naming the flag, file or sentence, a non-zero exit status, no stack
 trace, and no output taken as valid; or, where fairseq's own behaviour is
 the right one (an empty line with ``--task translation``, skipping

@@ -1,6 +1,5 @@
 """Half precision (fp16 and bf16) forward, backward and incremental decoding
-of every architecture, on CPU, at the papers' dimensions and sentence lengths
-(issue 15).
+of every architecture, on CPU, at the papers' dimensions and sentence lengths.
 
 fairseq's ``--fp16`` needs CUDA and its ``--bf16`` without CUDA goes to the
 TPU path, so mixed-precision *training* can only be shown on a GPU (see the
@@ -75,7 +74,7 @@ def _kind(v):
 # batches: fairseq's Transformer ("concat") 4.3e-4 (fp16) and 3.8e-3 (bf16),
 # the others at most 4.2e-3 (bf16); the bounds leave a margin of about 2.5x
 # over bfloat16's and 5x over float16's largest, far below what the bugs of
-# issue 15 gave (NaN; prefix means off by 0.37 in bfloat16).
+# the bugs once found gave (NaN; prefix means off by 0.37 in bfloat16).
 TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2}
 
 
@@ -172,7 +171,7 @@ def test_ctxsan_prefix_means_half_precision_long_prefix():
 
 @pytest.mark.parametrize("softmax_over", architectures.GRET_ROUTING_SOFTMAX_CHOICES)
 def test_capsule_routing_half_precision_base_dims_long_sentences(softmax_over, monkeypatch):
-    """Issue 15: with Base dimensions the pre-squash capsule vectors are
+    """With Base dimensions the pre-squash capsule vectors are
     weighted sums over positions whose norms reach the hundreds (|t|^2 passes
     float16's 65504 above |t| = 256), and squash gave inf / inf = NaN. Routing
     now runs in float32 after the projection; the capsules and gradients must
@@ -242,7 +241,7 @@ def test_precision_check_script_runs_and_catches_nonfinite_modules(tmp_path):
     bad, checked = script.check_modules(opts, str(tmp_path / "poisoned.pt"), "fp32", task_flags=False)
     assert checked == 1 and bad is not None and key.rsplit(".", 1)[0].startswith(bad), (bad, key)
 
-    # Checkpoint mode on CPU (issue 15): the healthy checkpoint passes in fp16
+    # Checkpoint mode on CPU: the healthy checkpoint passes in fp16
     # and bf16; one whose first FFN weights are scaled by 1e5 is finite in
     # float32 and bfloat16 (range 3e38) but overflows float16 (65504) there,
     # and the check names that module.
@@ -267,7 +266,7 @@ def test_precision_check_script_runs_and_catches_nonfinite_modules(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# The variants the full-model test above does not build (issue 15 item 2),
+# The variants the full-model test above does not build,
 # module by module at Base dimensions and 250 tokens: every ctxsan context on
 # each side (encoder: sentence means; decoder: causal prefix means, one pass
 # and step by step with running sums), Enc-DC and Dec-DC (f = 2, the paper's,
@@ -283,7 +282,7 @@ def test_precision_check_script_runs_and_catches_nonfinite_modules(tmp_path):
 # output. Rounding the output alone costs u / sqrt(3) RMS; measured
 # (2026-11-23) at most 1.43 u RMS and 2.72 u largest over these cases, so the
 # bounds (2 u and 4 u) leave 1.4x; one extra bfloat16 rounding in a float16
-# model (8 u) or a drifting running sum (issue 15) fails. Gradients (of a
+# model (8 u) or a drifting running sum fails. Gradients (of a
 # fixed random projection of the output, with respect to every parameter
 # and input): finite, cosine with float32's above 0.9999 (measured >= 0.99998).
 # ---------------------------------------------------------------------------

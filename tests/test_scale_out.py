@@ -1,4 +1,4 @@
-"""Issue 8: every architecture and the document task survive fairseq's own
+"""Every architecture and the document task survive fairseq's own
 machinery at scale.
 
 For each variant, three real ``fairseq-train`` runs on tiny data:

@@ -1,6 +1,5 @@
 """Translating raw documents with a 2-to-2 concatenation model (Tiedemann and
-Scherrer 2017; ``--concat-context --target-context``, issue 18 item 5 and
-issue 19 item 1): the target context is the model's own previous
+Scherrer 2017; ``--concat-context --target-context``): the target context is the model's own previous
 translations, forced as the decoder's prefix, decoded round by round
 (sentence ``i`` of every document once sentence ``i-1`` is done).
 

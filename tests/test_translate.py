@@ -1,4 +1,4 @@
-"""Translating as a user would (issue 19): the stateless Python API
+"""Translating as a user would: the stateless Python API
 (``fairseq_ctx.hub``) and ``fairseq-ctx-translate`` against fairseq-generate on
 the same binarized sentences and documents, for every architecture and the
 sentence-level and concatenation baselines; fairseq-generate with the
