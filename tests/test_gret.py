@@ -118,6 +118,23 @@ def _gru_step_by_hand(gru, x, s):
     return (1 - z) * cand + z * s
 
 
+def _atp_of_capsules_by_hand(routing, pool, h, num_capsules, iterations, softmax_dim):
+    """ATP(U^m) of one sentence's real states h (I x d): Algorithm 1 with
+    W_k = diag(v_k) W materialised (Eq. 2-6), then attentive pooling
+    (Eq. 7-9, FFN = tanh(linear))."""
+    w_k = routing.capsule_scale.unsqueeze(-1) * routing.proj.weight  # K x d x d
+    assert w_k.size(0) == num_capsules
+    h_hat = torch.einsum("kde,ie->kid", w_k, h)  # Eq. 3: K x I x d
+    logits = torch.zeros(h_hat.shape[:2])  # K x I
+    for _ in range(iterations):
+        c = F.softmax(logits, dim=softmax_dim)  # Eq. 5
+        u = _squash_eq4((c.unsqueeze(-1) * h_hat).sum(1))  # Eq. 2: K x d
+        logits = logits + (h_hat * u.unsqueeze(1)).sum(-1)  # Eq. 6
+    s_hat = torch.tanh(pool.query_ffn(u.mean(0)))  # Eq. 9
+    a = F.softmax(u @ s_hat, dim=0)  # Eq. 8
+    return torch.tanh(pool.out_ffn((a.unsqueeze(-1) * u).sum(0)))  # Eq. 7
+
+
 def reference_global_state(glob, layer_states, lengths, iterations, softmax_dim):
     """s^M of every sentence from the encoder layers' outputs (each T x B x d,
     left-padded), by the paper's equations, one sentence at a time over its
@@ -133,16 +150,8 @@ def reference_global_state(glob, layer_states, lengths, iterations, softmax_dim)
         for m, states in enumerate(layer_states):
             routing, pool = glob.routing[m], glob.pooling[m]
             h = states[states.size(0) - n:, b]  # I x d
-            w_k = routing.capsule_scale.unsqueeze(-1) * routing.proj.weight  # K x d x d
-            h_hat = torch.einsum("kde,ie->kid", w_k, h)  # Eq. 3: K x I x d
-            logits = torch.zeros(h_hat.shape[:2])  # B of Algorithm 1: K x I
-            for _ in range(iterations):
-                c = F.softmax(logits, dim=softmax_dim)  # Eq. 5
-                u = _squash_eq4((c.unsqueeze(-1) * h_hat).sum(1))  # Eq. 2: K x d
-                logits = logits + (h_hat * u.unsqueeze(1)).sum(-1)  # Eq. 6
-            s_hat = torch.tanh(pool.query_ffn(u.mean(0)))  # Eq. 9
-            a = F.softmax(u @ s_hat, dim=0)  # Eq. 8
-            x = torch.tanh(pool.out_ffn((a.unsqueeze(-1) * u).sum(0)))  # Eq. 7: ATP(U^m)
+            x = _atp_of_capsules_by_hand(routing, pool, h, routing.capsule_scale.size(0), iterations,
+                                         softmax_dim)  # Eq. 2-9: ATP(U^m)
             s = _gru_step_by_hand(gru, x, s)  # Eq. 10, GRU(x, s^{m-1})
         out.append(s)
     return torch.stack(out)
@@ -223,23 +232,6 @@ def test_context_gate_caches_global_terms_and_reorders():
 from fairseq_ctx.architectures import option_grid  # noqa: E402
 
 GRET_GRID = option_grid("transformer_gret")
-
-
-def _atp_of_capsules_by_hand(routing, pool, h, num_capsules, iterations, softmax_dim):
-    """ATP(U^m) of one sentence's real states h (I x d): Algorithm 1 with
-    W_k = diag(v_k) W materialised (Eq. 2-6), then attentive pooling
-    (Eq. 7-9, FFN = tanh(linear))."""
-    w_k = routing.capsule_scale.unsqueeze(-1) * routing.proj.weight  # K x d x d
-    assert w_k.size(0) == num_capsules
-    h_hat = torch.einsum("kde,ie->kid", w_k, h)  # Eq. 3: K x I x d
-    logits = torch.zeros(h_hat.shape[:2])  # K x I
-    for _ in range(iterations):
-        c = F.softmax(logits, dim=softmax_dim)  # Eq. 5
-        u = _squash_eq4((c.unsqueeze(-1) * h_hat).sum(1))  # Eq. 2: K x d
-        logits = logits + (h_hat * u.unsqueeze(1)).sum(-1)  # Eq. 6
-    s_hat = torch.tanh(pool.query_ffn(u.mean(0)))  # Eq. 9
-    a = F.softmax(u @ s_hat, dim=0)  # Eq. 8
-    return torch.tanh(pool.out_ffn((a.unsqueeze(-1) * u).sum(0)))  # Eq. 7
 
 
 def _global_state_by_hand(glob, layer_states, lengths, settings, iterations):
