@@ -48,7 +48,7 @@ MIN_UPDATES = 400
 WARMUP_UPDATES = 400
 # The calibration run: updates made, and the first one timed (the first ones
 # include start-up work: data loading, allocator growth).
-CALIBRATION_UPDATES, CALIBRATION_FROM = 30, 10
+CALIBRATION_UPDATES = 30  # --calibration-updates; timed from a third of them on
 # Of the training share, the part planned for updates: the rest is start-up,
 # the end-of-epoch checkpoint saves, and slack for a machine slower than at
 # calibration.
@@ -71,16 +71,16 @@ def schedule(updates):
             "--warmup-updates", str(warmup), "--total-num-update", str(updates), "--max-update", str(updates)]
 
 
-def seconds_per_update(log_text):
+def seconds_per_update(log_text, start=CALIBRATION_UPDATES // 3):
     """From a calibration run's log: seconds per update between updates
-    CALIBRATION_FROM and the last one logged (fairseq's ``train_wall``)."""
+    ``start`` and the last one logged (fairseq's ``train_wall``)."""
     # train_inner lines (num_updates=N ... train_wall=S) and, when an epoch is shorter than the
     # log interval, end-of-epoch lines (| num_updates N | ... | train_wall S)
     walls = {int(u): float(w) for u, w in re.findall(r"num_updates[= ](\d+)\b.*?train_wall[= ]([\d.]+)", log_text)}
-    if CALIBRATION_FROM not in walls or max(walls) <= CALIBRATION_FROM:
+    if start not in walls or max(walls) <= start:
         return None
     last = max(walls)
-    return max(walls[last] - walls[CALIBRATION_FROM], 1.0) / (last - CALIBRATION_FROM)
+    return max(walls[last] - walls[start], 1.0) / (last - start)
 
 
 def plan_updates(train_seconds, per_update):
@@ -190,7 +190,7 @@ def read_plan(save):
         return json.load(f)
 
 
-def calibrate(name, train_cmd, save, train_seconds):
+def calibrate(name, train_cmd, save, train_seconds, updates=CALIBRATION_UPDATES):
     """The plan of one model: a short run measures seconds per update, the
     share gives the updates; written beside the model (a resumed run keeps
     it). The calibration's time counts against the share."""
@@ -200,11 +200,11 @@ def calibrate(name, train_cmd, save, train_seconds):
     start = time.time()
     cal_dir = save + ".calibration"
     log = cal_dir + ".log"
-    run([*train_cmd, "--save-dir", cal_dir, "--no-save", "--max-update", str(CALIBRATION_UPDATES),
+    run([*train_cmd, "--save-dir", cal_dir, "--no-save", "--max-update", str(updates),
          "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(WARMUP_UPDATES),
-         "--log-interval", str(CALIBRATION_FROM)], log_path=log, echo=False)
+         "--log-interval", str(updates // 3)], log_path=log, echo=False)
     with open(log, encoding="utf-8") as f:
-        per_update = seconds_per_update(f.read())
+        per_update = seconds_per_update(f.read(), updates // 3)
     if per_update is None:
         sys.exit(f"fairseq_ctx: error: the calibration run of {name} logged no timing; see {log}")
     left = train_seconds - (time.time() - start)
@@ -243,8 +243,13 @@ def main():
                    help="of the budget, minutes kept per architecture for translating the test set (default 2)")
     p.add_argument("--data", default=os.path.join(REPO, "data", "bible"), help="Bible corpus directory")
     p.add_argument("--out", default=os.path.join(REPO, "runs", "quickstart"), help="checkpoints, logs, results")
+    p.add_argument("--calibration-updates", type=int, default=CALIBRATION_UPDATES,
+                   help=f"updates of each architecture's speed calibration (default {CALIBRATION_UPDATES}; "
+                        "timed from a third of them on)")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="OMP threads for training and decoding")
     opts = p.parse_args()
+    if opts.calibration_updates < 3:
+        p.error(f"--calibration-updates must be at least 3, got {opts.calibration_updates}")
     if opts.minutes <= 0 or opts.decode_minutes < 0:
         p.error("--minutes must be positive and --decode-minutes not negative")
     train_budget = budget_split(opts.minutes, opts.decode_minutes, len(opts.archs))
@@ -273,7 +278,7 @@ def main():
         last = os.path.join(save, CHECKPOINT)
         train_cmd = [sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", USER_DIR, "--arch", arch,
                      *SIZE, *TRAIN_FLAGS, *model_flags, *task_flags]
-        plan = calibrate(name, train_cmd, save, train_budget * 60)
+        plan = calibrate(name, train_cmd, save, train_budget * 60, opts.calibration_updates)
         if trained_updates(last) >= plan["updates"]:
             print(f"{name}: {last} has made its {plan['updates']} updates; decoding only", flush=True)
         else:  # fresh, or resumes an interrupted run from checkpoint_last.pt with the same plan

@@ -20,7 +20,7 @@ import quickstart  # noqa: E402
 def _quickstart(data, out, *archs, minutes="0.04", decode_minutes="0"):
     return subprocess.run(
         ["bash", "scripts/quickstart.sh", "--data", str(data), "--out", str(out), "--minutes", minutes,
-         "--decode-minutes", decode_minutes, "--threads", "1", "--archs", *archs],
+         "--decode-minutes", decode_minutes, "--threads", "1", "--calibration-updates", "6", "--archs", *archs],
         cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
