@@ -131,19 +131,22 @@ BPE_MODEL_OPTION = {"sentencepiece": "sentencepiece_model", "subword_nmt": "bpe_
                     "byte_bpe": "sentencepiece_model_path", "bert": "bpe_vocab_file"}
 
 
+def side_args(args, side: str):
+    """``args`` with ``--{side}-bpe-model`` (when given) as --bpe's model
+    file: one subword model per language."""
+    model = getattr(args, f"{side}_bpe_model", None)
+    if model is None or not args.bpe:
+        return args
+    out = argparse.Namespace(**vars(args))
+    setattr(out, BPE_MODEL_OPTION[args.bpe], model)
+    return out
+
+
 def build_side_encoders(args):
     """(encode_source, encode_target): the tokenizer and --bpe of
     :func:`build_encoders`, with --source-bpe-model / --target-bpe-model as
     that side's subword model when given."""
-    encoders = []
-    for side in ("source", "target"):
-        model = getattr(args, f"{side}_bpe_model", None)
-        side_args = args
-        if model is not None:
-            side_args = argparse.Namespace(**vars(args))
-            setattr(side_args, BPE_MODEL_OPTION[args.bpe], model)
-        encoders.append(build_encoders(side_args))
-    return tuple(encoders)
+    return tuple(build_encoders(side_args(args, side)) for side in ("source", "target"))
 
 
 def target_text_space(args):
@@ -154,11 +157,7 @@ def target_text_space(args):
     from fairseq.data import encoders
 
     tokenizer = encoders.build_tokenizer(args) if args.tokenizer else None
-    side_args = args
-    if args.bpe and getattr(args, "target_bpe_model", None) is not None:
-        side_args = argparse.Namespace(**vars(args))
-        setattr(side_args, BPE_MODEL_OPTION[args.bpe], args.target_bpe_model)
-    bpe = encoders.build_bpe(side_args) if args.bpe else None
+    bpe = encoders.build_bpe(side_args(args, "target")) if args.bpe else None
     return ((lambda text: tokenizer.encode(text)) if tokenizer is not None else (lambda text: text),
             (lambda text: bpe.decode(text)) if bpe is not None else (lambda text: text))
 
