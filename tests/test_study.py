@@ -249,7 +249,7 @@ def _tiny_bible(root):
             es.append(" ".join(rng.choice(_ES_WORDS) for _ in range(k)).capitalize() + ".")
             docids.append(f"{split}{i // 4}")
         if split == "test":  # two pronoun items: masculine after masculine, feminine after feminine
-            en[1], en[2], es[2] = "And he said that.", "He saw his father.", "Vio a su padre."
+            en[1], en[2], es[2] = "And he said that.", "He saw his house.", "Vio la casa."
             en[5], en[6], es[6] = "And she saw that.", "She saw her son.", "Vio a su hijo."
         for ext, lines in (("es", es), ("en", en), ("docids", docids)):
             (raw / f"{split}.{ext}").write_text("\n".join(lines) + "\n")

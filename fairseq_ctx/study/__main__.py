@@ -110,8 +110,8 @@ def base_record(opts, run) -> dict:
            "updates": hist[-1]["updates"] if hist else 0,
            "valid_loss": min(h["valid_loss"] for h in hist) if hist else None,
            "train_minutes": round(hist[-1]["train_seconds"] / 60, 1) if hist else 0.0, "history": hist,
-           "status": "trained" if is_trained(opts.out, run) else "training" if hist else "not started"}
-    if is_trained(opts.out, run):
+           "status": "trained" if is_trained(opts.out, run, opts.settings) else "training" if hist else "not started"}
+    if is_trained(opts.out, run, opts.settings):
         done = json.load(open(done_marker(opts.out, run)))
         rec.update(stop_reason=done["reason"], best_epoch=done["best_epoch"],
                    final_valid_loss=done.get("final_valid_loss"), device=done.get("device", "cpu"))
@@ -164,7 +164,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         if rec["status"] != "trained":
             continue
         echo(f"[study] {run.name}: evaluating")
-        count = opts.settings.average
+        count = opts.settings  # the averaging window is the settings' (evaluate.final_checkpoints)
         dec = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count, device=opts.device)
         from fairseq_ctx.evaluation.bleu import detok_bleu
 
@@ -247,8 +247,17 @@ def main(argv=None):
     if opts.jobs < 1:
         sys.exit(f"{ERROR_PREFIX}--jobs must be at least 1")
     try:
-        if opts.pilot:
+        if opts.pilot:  # the pilot chose the budget on the whole training split
             return run_pilot(opts, selected, bin_dir, user_dir)
+        # every other run trains without the balanced context test's chapters
+        from fairseq_ctx.study import data as study_data
+
+        try:
+            opts.study_data = study_data.prepare(opts.data, os.path.join(opts.data, "study"),
+                                                 opts.settings.context_per_class)
+        except study_data.StudyDataError as e:
+            raise StudyError(str(e)) from None
+        bin_dir = study_data.bin_dir(os.path.join(opts.data, "study"))
         if opts.stage in ("train", "all"):
             if opts.jobs > 1:
                 train_in_parallel(argv if argv is not None else sys.argv[1:], opts.jobs)

@@ -13,8 +13,8 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from fairseq_ctx.study.runs import Run
-from fairseq_ctx.study.train import StudyError, history, run_dir
+from fairseq_ctx.study.runs import Run, Settings
+from fairseq_ctx.study.train import StudyError, history, run_dir, settings_of
 
 BEAM = 4
 GENERATE = ["--gen-subset", "test", "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
@@ -38,37 +38,41 @@ def _call(cmd: List[str], log: str, what: str):
         raise StudyError(f"{what} failed (exit {code}); see {log}")
 
 
-def final_checkpoints(out: str, run: Run, count: int) -> List[str]:
-    """The last ``count`` checkpoints of a trained run, oldest first, by
-    update: interval checkpoints ``checkpoint_EPOCH_UPDATES.pt`` and epoch
-    checkpoints ``checkpointEPOCH.pt`` (fairseq saves an update that ends an
-    epoch only as the latter; its update count is the epoch's in the logs),
-    ending at the budget's last update."""
+def final_checkpoints(out: str, run: Run, settings: Settings) -> List[str]:
+    """The checkpoints averaged for decoding: exactly those at updates
+    ``budget - k * budget / saves`` for k = ``average`` - 1, ..., 0 (the
+    same window for every run, oldest first), whichever file holds each: an
+    interval checkpoint ``checkpoint_EPOCH_UPDATES.pt``, or the epoch
+    checkpoint ``checkpointEPOCH.pt`` of an epoch that ended at that update
+    (fairseq saves an update that ends an epoch only as the latter; its
+    update count is the epoch's in the logs).  Raises StudyError naming the
+    updates no file holds."""
+    settings = settings_of(run, settings)
+    wanted = [settings.budget - k * settings.save_every for k in reversed(range(settings.average))]
     updates_of_epoch = {h["epoch"]: h["updates"] for h in history(out, run)}
     found = {}
-    for name in os.listdir(run_dir(out, run)):
+    for name in sorted(os.listdir(run_dir(out, run))):
         interval = re.fullmatch(r"checkpoint_(\d+)_(\d+)\.pt", name)
         epoch = re.fullmatch(r"checkpoint(\d+)\.pt", name)
         if interval:
             found[int(interval.group(2))] = os.path.join(run_dir(out, run), name)
         elif epoch and int(epoch.group(1)) in updates_of_epoch:
             found.setdefault(updates_of_epoch[int(epoch.group(1))], os.path.join(run_dir(out, run), name))
-    if updates_of_epoch:  # the last update is always in checkpoint_last.pt
-        found.setdefault(max(updates_of_epoch.values()), os.path.join(run_dir(out, run), "checkpoint_last.pt"))
-    return [found[u] for u in sorted(found)][-count:]
+    missing = [u for u in wanted if u not in found]
+    if missing:
+        raise StudyError(f"{run.name}: no checkpoint of update(s) {', '.join(map(str, missing))} in "
+                         f"{run_dir(out, run)}; the average is over updates {', '.join(map(str, wanted))}")
+    return [found[u] for u in wanted]
 
 
-def average(out: str, run: Run, count: int) -> str:
-    """The mean of the last ``count`` checkpoints (the end of the decayed
-    schedule)."""
+def average(out: str, run: Run, settings: Settings) -> str:
+    """The mean of the checkpoints of :func:`final_checkpoints` (the last
+    quarter of the decayed schedule)."""
     path = os.path.join(eval_dir(out, run), "average.pt")
     if os.path.exists(path):
         return path
     os.makedirs(eval_dir(out, run), exist_ok=True)
-    inputs = final_checkpoints(out, run, count)
-    if len(inputs) < count:
-        raise StudyError(f"{run.name}: cannot average, {len(inputs)} of {count} checkpoints in "
-                         f"{run_dir(out, run)}")
+    inputs = final_checkpoints(out, run, settings)
     tmp = path + ".part"
     _call([sys.executable, "-m", "fairseq_ctx.average_checkpoints", "--inputs", *inputs, "--output", tmp],
           path + ".log", f"{run.name}: checkpoint averaging")
@@ -76,7 +80,7 @@ def average(out: str, run: Run, count: int) -> str:
     return path
 
 
-def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: int, shuffled: bool = False,
+def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, settings: Settings, shuffled: bool = False,
            device: str = "cpu") -> Dict:
     """Beam search on the test set; returns {"hyps": [...], "path": their file, "seconds": wall s,
     "cpu_seconds": the decoding process's CPU s (None if decoded before they were recorded)}."""
@@ -86,7 +90,7 @@ def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, count: 
     hyp_path = os.path.join(eval_dir(out, run), tag + ".hyp")
     meta_path = os.path.join(eval_dir(out, run), tag + ".json")
     if not (os.path.exists(hyp_path) and os.path.exists(meta_path)):
-        ckpt = average(out, run, count)
+        ckpt = average(out, run, settings)
         log = os.path.join(eval_dir(out, run), tag + ".log")
         cmd = [sys.executable, "-m", "fairseq_cli.generate", bin_dir, "--user-dir", user_dir, "--path", ckpt,
                *run.task_flags, *GENERATE, *device_flags(device)] + (["--shuffle-context"] if shuffled else [])
@@ -126,7 +130,7 @@ def shuffle_contexts(src_path: str, dst_path: str, separator: str = "_eos"):
         f.writelines(line + "\n" for line in out)
 
 
-def contrastive(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, count: int,
+def contrastive(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, settings: Settings,
                 shuffled: bool = False, device: str = "cpu") -> Dict:
     """Accuracy on the pronoun set, overall and per class, with the
     project's scorer (``fairseq_ctx.contrastive``, Voita format, official
@@ -144,7 +148,7 @@ def contrastive(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, 
     dst, js = os.path.join(set_dir, "pronouns.dst"), os.path.join(set_dir, "pronouns.json")
     scores_path = os.path.join(eval_dir(out, run), tag + ".scores")
     if not os.path.exists(scores_path):
-        ckpt = average(out, run, count)
+        ckpt = average(out, run, settings)
         concat = ["--concat-context"] if "--concat-context" in run.flags else []
         _call([sys.executable, "-m", "fairseq_ctx.contrastive", bin_dir, "--path", ckpt,
                "--format", "voita", "--src", src, "--dst", dst, "--json", js,
@@ -194,7 +198,7 @@ def is_evaluated(out: str, run: Run) -> bool:
     return all(os.path.exists(os.path.join(eval_dir(out, run), tag)) for tag in tags)
 
 
-def analysis(out: str, run: Run, bin_dir: str, count: int, device: str = "cpu") -> Optional[str]:
+def analysis(out: str, run: Run, bin_dir: str, settings: Settings, device: str = "cpu") -> Optional[str]:
     """Run the paper's analysis for this architecture; returns its output path."""
     if run.arch not in ANALYSES or run.flags:
         return None
@@ -202,7 +206,7 @@ def analysis(out: str, run: Run, bin_dir: str, count: int, device: str = "cpu") 
     target = os.path.join(eval_dir(out, run), name)
     if os.path.exists(target):
         return target
-    ckpt = average(out, run, count)
+    ckpt = average(out, run, settings)
     # the analysis tools import fairseq_ctx themselves (no --user-dir)
     cmd = [sys.executable, "-m", module, bin_dir, "--path", ckpt, *flags,
            "--out", target + ".part", *device_flags(device)]

@@ -129,8 +129,41 @@ def done_marker(out: str, run: Run) -> str:
     return os.path.join(run_dir(out, run), "train.done")
 
 
-def is_trained(out: str, run: Run) -> bool:
-    return os.path.exists(done_marker(out, run))
+def is_trained(out: str, run: Run, settings: Optional[Settings] = None) -> bool:
+    """Whether ``run`` has finished; with ``settings``, a finished run of
+    another budget than the one ``run`` has under them is refused (a changed
+    budget must never silently reuse old runs)."""
+    if not os.path.exists(done_marker(out, run)):
+        return False
+    if settings is not None:
+        want = settings_of(run, settings).budget
+        with open(done_marker(out, run)) as f:
+            got = json.load(f).get("budget")
+        if got != want:
+            raise StudyError(f"{run_dir(out, run)} holds {run.name} trained to a budget of {got} updates, not "
+                             f"{want}: move it away (or choose its budget with --runs {run.name}@{got})")
+    return True
+
+
+def code_commit() -> str:
+    """The commit of the code that runs (``+dirty`` when it differs from it):
+    the study runs from a checkout pinned at one commit, and every record
+    names it."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + ("+dirty" if dirty else "")
+
+
+def precision(settings: Settings) -> str:
+    """The training precision fairseq uses under ``settings``."""
+    flags = set(settings.recipe)
+    return "fp16" if "--fp16" in flags else "bf16" if "--bf16" in flags else "fp32"
 
 
 def params_from_logs(out: str, run: Run) -> int:
@@ -163,7 +196,7 @@ def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings:
     cannot start yet (its warm start is not trained) or another study process
     is training it: two processes (one per core, e.g. with ``--runs`` in
     different orders) share the work without training a run twice."""
-    if is_trained(out, run):
+    if is_trained(out, run, settings):
         return True
     os.makedirs(run_dir(out, run), exist_ok=True)
     lock = open(os.path.join(run_dir(out, run), "train.lock"), "w")
@@ -185,7 +218,7 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
     if run.warm_start:
         from fairseq_ctx.study.runs import by_name
 
-        if not is_trained(out, by_name([run.warm_start])[0]):
+        if not is_trained(out, by_name([run.warm_start])[0], settings):
             echo(f"[study] {run.name}: waits for {run.warm_start} (its warm start)")
             return False
     os.makedirs(os.path.join(run_dir(out, run), "logs"), exist_ok=True)
@@ -197,7 +230,8 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
             record = {"reason": reason, "epochs": len(hist), "updates": hist[-1]["updates"],
                       "best_epoch": best["epoch"], "best_valid_loss": best["valid_loss"],
                       "final_valid_loss": hist[-1]["valid_loss"], "budget": settings.budget,
-                      "device": device_name(settings.device),
+                      "device": device_name(settings.device), "precision": precision(settings),
+                      "commit": code_commit(), "train_data": os.path.abspath(bin_dir),
                       "train_seconds": hist[-1]["train_seconds"], "params": params_from_logs(out, run)}
             with open(done_marker(out, run), "w") as f:
                 json.dump(record, f, indent=1)
