@@ -208,7 +208,7 @@ def cxmi_report(models, task, args, use_cuda) -> Dict:
 def _deranged_groups(groups, seed: int):
     """Every group's candidates with the source and target context of
     another group (a derangement of the groups, seeded)."""
-    from fairseq_ctx.data.document_context_dataset import derange
+    from fairseq_ctx.data.context_selection import derange
 
     order = derange(np.arange(len(groups)), np.random.default_rng(seed))
     out = []
@@ -277,16 +277,18 @@ def translate_items(hub, task, args, groups, condition: str, encode_source, enco
 
     from fairseq_ctx.progress import bar
 
+    from fairseq_ctx.data.context_selection import ContextRule
+
     src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-    size = task.cfg.context_size
+    rule = ContextRule(size=task.cfg.context_size)  # an item's context: the newest of its sentences
 
     def tokens(d, encode, text):
         return d.encode_line(encode(text), add_if_not_exist=False, append_eos=True).long()
 
     def key(g):
         c = g.candidates[0]
-        ctx = () if condition == "none" else tuple(c.source_context[-size:])
-        tctx = tuple(c.target_context[-size:]) if condition == "reference" else ()
+        ctx = () if condition == "none" else tuple(rule.newest(c.source_context))
+        tctx = tuple(rule.newest(c.target_context)) if condition == "reference" else ()
         if condition == "own" and hub.target_context:
             ctx = tuple(c.source_context)  # the whole chain: each sentence's translation feeds the next
         return c.source, ctx, tctx

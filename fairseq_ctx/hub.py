@@ -29,12 +29,14 @@ caller's configuration, generation keyword arguments such as ``beam``,
   context of a sentence is the preceding sentence(s) of its document):
   :meth:`translate` takes an explicit context per sentence;
   :meth:`translate_document` / :meth:`translate_documents` derive it from
-  each document exactly as the task does from a ``.docids`` file
-  (``compute_context_index`` with the checkpoint's ``--context-size``,
-  ``--context-mode``, ``--context-seed``, ``--shuffle-context``), so their
-  output is the output of ``fairseq-generate`` on the same sentences
-  binarized with one document id per document.  Empty strings inside a
-  document are not sentences: they get ``""`` and are skipped as context.
+  each document exactly as the task does from a ``.docids`` file (the
+  checkpoint's :class:`~fairseq_ctx.data.context_selection.ContextRule`:
+  ``--context-size``, ``--context-mode``, ``--context-seed``,
+  ``--shuffle-context``), so their output is the output of
+  ``fairseq-generate`` on the same sentences binarized with one document id
+  per document.  Empty strings inside a document are not sentences
+  (:func:`~fairseq_ctx.data.context_selection.split_documents`): they get
+  ``""`` and are skipped as context.
 
 How the context reaches the model is the task's rule
 (:func:`fairseq_ctx.data.context_input.input_mode`): separate ``ctx_tokens``
@@ -57,11 +59,11 @@ translated, so documents are decoded in rounds: round ``i`` batches the
 ``max_tokens``/``batch_size``), after round ``i-1``.  :meth:`translate` takes
 the previous translations explicitly (``target_context=``); without them the
 model writes the previous sentence itself, as in ``fairseq-generate``.  The
-rounds are decoded by the task's
-:class:`~fairseq_ctx.tasks.document_decoding.DocumentDecoding`, as
-fairseq-interactive's buffers are.
+rounds are set up and decoded by
+:mod:`fairseq_ctx.tasks.document_decoding` (:meth:`DocumentDecoding.in_rounds`,
+:func:`decode_rows`), as fairseq-interactive's buffers are; the hub holds its
+own :class:`DocumentDecoding`, never the task's.
 """
-import contextlib
 import copy
 import logging
 import os
@@ -73,10 +75,12 @@ from fairseq import utils
 from fairseq.hub_utils import GeneratorHubInterface
 from omegaconf import open_dict
 
-from fairseq_ctx.data.context_input import input_mode, sentence_dataset
-from fairseq_ctx.data.document_context_dataset import PreviousTranslations, document_positions, explicit_index
-from fairseq_ctx.data.split_context import document_index
+from fairseq_ctx.data.context_input import input_mode
+from fairseq_ctx.data.context_selection import ContextRule, explicit_index, split_documents
+from fairseq_ctx.data.previous_translations import PreviousTranslations
+from fairseq_ctx.data.sentence_dataset import sentence_dataset
 from fairseq_ctx.errors import ConfigError
+from fairseq_ctx.tasks.document_decoding import DocumentDecoding, decode_rows
 from fairseq_ctx.tasks.document_translation import DocumentTranslationTask
 
 logger = logging.getLogger(__name__)
@@ -127,23 +131,29 @@ class DocumentHubInterface(GeneratorHubInterface):
         super().__init__(cfg, task, models)
         self.document_task = isinstance(task, DocumentTranslationTask)
         self.context_input = input_mode(task.cfg, self.models)
+        # the 2-to-2 set-up; per call, nothing remembered (the interactive memory is unused)
+        self.decoding = DocumentDecoding(task.sentence_setup) if self.document_task else None
 
     # ------------------------------------------------------------ context
     @property
     def context_size(self) -> int:
         """Context sentences per sentence that :meth:`translate_document` gives
         (the task's ``--context-size``; 0 when the model uses no context)."""
-        if self.context_input == "none":
-            return 0
-        return int(self.task.cfg.context_size)
+        return self.context_rule.size
+
+    @property
+    def context_rule(self) -> ContextRule:
+        """Which sentences are a sentence's context: the task's rule, none
+        when the model uses no context."""
+        if not self.context_input.uses_context:
+            return ContextRule(size=0)
+        return ContextRule.from_cfg(self.task.cfg)
 
     def context_index(self, docids: Sequence) -> np.ndarray:
         """Row ``i``: indices of sentence ``i``'s context sentences among the
         given sentences (``-1``: none), as the task computes it from a docids
         file."""
-        if self.context_input == "none":
-            return np.zeros((len(docids), 0), dtype=np.int64)
-        return document_index(docids, self.task.cfg)
+        return self.context_rule.index(docids)
 
     @property
     def target_context(self) -> bool:
@@ -166,8 +176,8 @@ class DocumentHubInterface(GeneratorHubInterface):
             return self.task.build_dataset_for_inference(sources, torch.tensor([len(t) for t in sources]))
         if context_index is None or pool is None:
             context_index, pool = None, ()
-        return sentence_dataset(self.task, sources, self.context_input, context_index, pool, rounds=rounds,
-                                translations=translations)
+        return sentence_dataset(self.task.sentence_setup, sources, self.context_input, context_index, pool,
+                                rounds=rounds, translations=translations)
 
     def document_dataset(self, sources: Sequence[torch.Tensor], docids: Sequence):
         """The dataset of sentences ``sources`` of the documents ``docids``
@@ -181,14 +191,15 @@ class DocumentHubInterface(GeneratorHubInterface):
         index = self.context_index(docids)
         if not self.target_context:
             return self.context_dataset(sources, index, sources)
-        cfg = self.task.cfg
-        if cfg.context_mode != "previous" or cfg.shuffle_context:
-            raise ConfigError("a --target-context model is decoded with its previous translations: it needs "
-                              "--context-mode previous without --shuffle-context")
-        translations = self.task.documents.translations(index, [None] * len(sources), sources,
-                                                        slots=np.arange(len(sources)))
-        return self.context_dataset(sources, index, sources, rounds=document_positions(docids),
-                                    translations=translations)
+        translations, rounds = self.decoding.in_rounds(self.context_rule, index, [None] * len(sources), sources,
+                                                       docids, slots=np.arange(len(sources)),
+                                                       max_tokens=self._target_limit)
+        return self.context_dataset(sources, index, sources, rounds=rounds, translations=translations)
+
+    @property
+    def _target_limit(self) -> Optional[int]:
+        """The models' and the task's target limit (forced prefixes fit it)."""
+        return self.max_positions[1] if isinstance(self.max_positions, tuple) else None
 
     # --------------------------------------------------------- generation
     def build_generator(self, prefix_allowed_tokens_fn=None, **overrides):
@@ -215,12 +226,16 @@ class DocumentHubInterface(GeneratorHubInterface):
             dataset=dataset, max_tokens=self.cfg.dataset.max_tokens, max_sentences=self.cfg.dataset.batch_size,
             max_positions=self.max_positions, ignore_invalid_inputs=skip_invalid_size_inputs,
             required_batch_size_multiple=1, disable_iterator_cache=True).next_epoch_itr(shuffle=False)
-        rounds = self.task.documents.decoding(dataset) if self.document_task else contextlib.nullcontext()
-        with rounds:
-            for batch in itr:
-                batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+        translations = getattr(dataset, "translations", None)
+        for batch in itr:
+            batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+            ids = batch["id"].tolist()
+            if translations is None:
                 hypos = self.task.inference_step(generator, self.models, batch, **(inference_step_args or {}))
-                yield batch["id"].tolist(), hypos, batch
+            else:
+                hypos = decode_rows(translations, ids, generator, batch, lambda prefix: self.task.inference_step(
+                    generator, self.models, batch, prefix_tokens=prefix, **(inference_step_args or {})))
+            yield ids, hypos, batch
 
     def generate(self, tokenized_sentences, beam: Optional[int] = None, verbose: bool = False,
                  skip_invalid_size_inputs: bool = False, inference_step_args=None,
@@ -258,7 +273,7 @@ class DocumentHubInterface(GeneratorHubInterface):
         if contexts is not None:
             if len(contexts) != len(sources):
                 raise ValueError(f"{len(contexts)} contexts for {len(sources)} sentences")
-            if self.context_input == "none" and any(len(c) for c in contexts):
+            if not self.context_input.uses_context and any(len(c) for c in contexts):
                 logger.warning("this model uses no context (sentence-level architecture without "
                                "--concat-context, or --task translation): the contexts are ignored")
             index, pool = explicit_index(contexts)
@@ -275,7 +290,7 @@ class DocumentHubInterface(GeneratorHubInterface):
             translations = None
             if target_contexts is not None:
                 t_index, t_pool = explicit_index(target_contexts)
-                translations = self.task.documents.translations(t_index, t_pool, sources)
+                translations = self.decoding.translations(t_index, t_pool, sources, max_tokens=self._target_limit)
             dataset = self.context_dataset(sources, index, pool, translations=translations)
         for ids, hypos, _ in self.iterate(dataset, generator, skip_invalid_size_inputs, inference_step_args):
             for i, h in zip(ids, hypos):
@@ -352,10 +367,10 @@ class DocumentHubInterface(GeneratorHubInterface):
         per document, aligned with it."""
         if isinstance(documents, str) or any(isinstance(d, str) for d in documents):
             raise TypeError("documents must be a list of documents, each a list of sentences")
-        flat = [(d, s) for d, doc in enumerate(documents) for s in doc]
-        keep = [k for k, (_, s) in enumerate(flat) if not _is_empty(s)]
-        hypos = self.generate([self.encode(flat[k][1]) for k in keep], beam, verbose,
-                              docids=np.array([flat[k][0] for k in keep], dtype=np.int64), **kwargs)
+        flat = [s for doc in documents for s in doc]
+        keep, docids = split_documents([_is_empty(s) for s in flat], [d for d, doc in enumerate(documents) for _ in doc])
+        keep = keep.tolist()
+        hypos = self.generate([self.encode(flat[k]) for k in keep], beam, verbose, docids=docids, **kwargs)
         texts = self._fill(len(flat), keep, hypos)
         out, start = [], 0
         for doc in documents:

@@ -132,21 +132,13 @@ def _read_text_lines(path: str, what: str) -> List[str]:
 
 
 def documents_of(lines: Sequence[str], docids: Optional[Sequence[str]] = None) -> Tuple[List[int], List[int]]:
-    """Indices of the non-empty lines and a document number for each.
-    Without ``docids`` an empty line ends a document; with them, a document
-    is a run of equal ids among the non-empty lines (an empty line is no
-    sentence and does not split a document)."""
-    import numpy as np
+    """Indices of the non-empty lines and a document number for each: the
+    documents of :func:`fairseq_ctx.data.context_selection.split_documents`
+    (with ``docids``, runs of equal ids among the non-empty lines; without,
+    an empty line ends a document)."""
+    from fairseq_ctx.data.context_selection import split_documents
 
-    from fairseq_ctx.data.document_context_dataset import document_segments
-
-    empty = np.array([not line.strip() for line in lines], dtype=bool)
-    keep = np.flatnonzero(~empty)
-    if docids is not None:
-        doc = document_segments(np.asarray(docids, dtype=object)[keep]) if len(keep) else keep
-    else:
-        # a new document after every empty line: count the empty lines before each line
-        doc = np.cumsum(empty)[keep]
+    keep, doc = split_documents([not line.strip() for line in lines], docids)
     return keep.tolist(), doc.tolist()
 
 

@@ -13,12 +13,8 @@ import fairseq_ctx  # noqa: F401  (registers the task and the archs)
 from fairseq import checkpoint_utils, options, tasks
 from fairseq.sequence_generator import SequenceGenerator
 
-from fairseq_ctx.data.document_context_dataset import (
-    build_context_tokens,
-    compute_context_index,
-    concat_context_source,
-    split_concatenated,
-)
+from fairseq_ctx.data.context_selection import compute_context_index
+from fairseq_ctx.data.token_layout import build_context_tokens, concat_context_source, split_concatenated
 from tests.utils import USER_DIR, generate, make_parallel_data, preprocess, run_cli, train
 
 torch.set_num_threads(1)

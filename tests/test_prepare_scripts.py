@@ -606,7 +606,7 @@ def test_opensubtitles_en_ru(tmp_path):
     runs = [len(list(g)) for _, g in itertools.groupby(docids)]
     assert runs == [4] * 11 and len(set(docids)) == 11
     # as the document task reads them: the previous sentence of the group, none for its first
-    from fairseq_ctx.data.document_context_dataset import compute_context_index
+    from fairseq_ctx.data.context_selection import compute_context_index
     from fairseq_ctx.tasks.document_translation import DocumentTranslationTask
     for split, n in (("train", 44), ("valid", 12), ("test", 16)):
         ids = DocumentTranslationTask.read_docids(str(dest / "bin" / f"{split}.en-ru.docids"), n)

@@ -92,8 +92,10 @@ def test_prefix_layout_and_rounds():
     import numpy as np
     from fairseq.data import LanguagePairDataset
 
-    from fairseq_ctx.data.document_context_dataset import (
-        DocumentContextDataset, PreviousTranslations, concat_context_source, document_positions, target_prefix)
+    from fairseq_ctx.data.context_selection import document_positions
+    from fairseq_ctx.data.document_context_dataset import DocumentContextDataset
+    from fairseq_ctx.data.previous_translations import PreviousTranslations
+    from fairseq_ctx.data.token_layout import concat_context_source, target_prefix
     from tests.utils import toy_dictionary
 
     eos, sep = 2, 99

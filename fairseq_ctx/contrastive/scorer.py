@@ -14,16 +14,12 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from fairseq_ctx.contrastive.groups import Candidate, ContrastiveDataError, Group
+from fairseq_ctx.data.context_selection import ContextRule
 
 if TYPE_CHECKING:
     import torch
 
 logger = logging.getLogger("fairseq_ctx.contrastive")
-
-def _last(sentences: Sequence[str], k: int) -> List[str]:
-    """The ``k`` newest of ``sentences`` (oldest first), all of them when
-    there are fewer, none when ``k == 0``."""
-    return list(sentences[-k:]) if k > 0 else []
 
 
 class ModelScorer:
@@ -113,13 +109,14 @@ class ModelScorer:
 
         src_dict, tgt_dict = self.task.source_dictionary, self.task.target_dictionary
         max_src, max_tgt = self.max_positions if isinstance(self.max_positions, tuple) else (None, None)
+        # an item's context: the newest of its context sentences (the task's rule)
+        source_rule, target_rule = ContextRule(size=self.context_size), ContextRule(size=self.target_context_size)
         items, index, seen = [], [], {}
         for c in candidates:
             src = self._tokens(src_dict, self.encode_source(c.source))
             tgt = self._tokens(tgt_dict, self.encode_target(c.target))
-            ctx = [self._tokens(src_dict, self.encode_source(s)) for s in _last(c.source_context, self.context_size)]
-            tctx = [self._tokens(tgt_dict, self.encode_target(s))
-                    for s in _last(c.target_context, self.target_context_size)]
+            ctx = [self._tokens(src_dict, self.encode_source(s)) for s in source_rule.newest(c.source_context)]
+            tctx = [self._tokens(tgt_dict, self.encode_target(s)) for s in target_rule.newest(c.target_context)]
             self._check_length(src, max_src, c.where, "the source")
             self._check_length(tgt, max_tgt, c.where, "the target")
             item = (src, ctx, tgt, tctx)

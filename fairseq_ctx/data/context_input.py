@@ -1,38 +1,166 @@
 """How document context reaches a model: decided here, once, for the task,
-the hub and the contrastive scorer.
+the hub and the contrastive scorer, and carried out by the mode it decides.
 
 A sentence's context reaches a model in one of three ways
-(:data:`INPUT_MODES`):
+(:data:`INPUT_MODES`, one object each):
 
-* ``concat``: glued to the source with the separator symbol
+* ``concat`` (:data:`CONCAT`): glued to the source with the separator symbol
   (``--concat-context``; any architecture: the concatenation baseline);
-* ``separate``: as ``net_input["ctx_tokens"]`` (B x T_ctx, padded like the
-  source) and ``["ctx_lengths"]`` (B), for an architecture whose model class
-  says ``accepts_context = True``;
-* ``none``: not at all (any other architecture, and every task without
-  document context, e.g. ``--task translation``): the sentence alone.
+* ``separate`` (:data:`SEPARATE`): as ``net_input["ctx_tokens"]`` (B x T_ctx,
+  padded like the source) and ``["ctx_lengths"]`` (B), for an architecture
+  whose model class says ``accepts_context = True``;
+* ``none`` (:data:`NONE`): not at all (any other architecture, and every
+  task without document context, e.g. ``--task translation``): the sentence
+  alone.
 
 The choice depends on the task's flags *and* on the model, so it is made by
 :func:`input_mode` when the model is known; until then a document dataset
 carries the context separately (the task switches its datasets when it
-builds a model).  Everything that builds a dataset of sentences given in
-memory (fairseq-interactive's buffers, the hub, the scorer, tests) goes
-through :func:`sentence_dataset`, which also reads explicit per-sentence
-contexts (:func:`~fairseq_ctx.data.document_context_dataset.explicit_index`).
+builds a model).  What differs between the modes (a dataset item's tokens,
+a batch's keys, the sizes batching counts, which contexts a length cap cuts,
+the ``net_input`` a model gets, the layout fairseq-interactive's batches
+carry) is a method of the mode object, so no caller compares mode names.
+A mode is a ``str`` (its name) so that it prints, compares and is stored in
+reports and configurations as the name it has always had.
 """
-from typing import Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 import torch
-from fairseq.data import LanguagePairDataset
+from fairseq.data import data_utils
 
-from fairseq_ctx.data.document_context_dataset import INPUT_MODES, DocumentContextDataset, explicit_index
+from fairseq_ctx.data.token_layout import build_context_tokens, concat_context_source
 from fairseq_ctx.errors import ConfigError
 
-__all__ = ["INPUT_MODES", "CONTEXT_KEYS", "accepts_context", "input_mode", "without_context", "sentence_dataset"]
+__all__ = ["INPUT_MODES", "SEPARATE", "CONCAT", "NONE", "InputMode", "CONTEXT_KEYS", "accepts_context",
+           "input_mode", "without_context"]
 
 # the net_input keys of a separate context
 CONTEXT_KEYS = ("ctx_tokens", "ctx_lengths")
+
+
+def without_context(sample: dict) -> dict:
+    """``sample`` with the separate-context keys dropped from its net_input
+    (the same dict when it has none)."""
+    net_input = sample["net_input"]
+    if not any(k in net_input for k in CONTEXT_KEYS):
+        return sample
+    return dict(sample, net_input={k: v for k, v in net_input.items() if k not in CONTEXT_KEYS})
+
+
+class InputMode(str):
+    """How the context reaches the model; the base is ``none``'s behaviour
+    (the sentence alone), which the other two modes extend.  ``ds`` below is
+    the :class:`~fairseq_ctx.data.document_context_dataset.DocumentContextDataset`
+    whose item or batch is being made."""
+
+    label = "none"
+    # whether the model sees any context at all
+    uses_context = False
+    # the mode fairseq-interactive's buffers use: its batches keep only
+    # src_tokens/src_lengths, so a context that reaches the model must be glued
+    stream: "InputMode"
+    # what a length cap counts, for the warning that names it
+    cap_note = ""
+
+    def __new__(cls):
+        return super().__new__(cls, cls.label)
+
+    def __reduce__(self):
+        # pickled (dataloader workers, deepcopy) as its name: back to the one object
+        return mode_named, (self.label,)
+
+    def source_sizes(self, src_sizes: np.ndarray, context_lengths: np.ndarray, cap: Optional[int]) -> np.ndarray:
+        """Source lengths batching counts (``--max-tokens``): the sentences'."""
+        return src_sizes
+
+    def cut(self, src_sizes: np.ndarray, context_lengths: np.ndarray, limit: int) -> np.ndarray:
+        """Which items' context a cap of ``limit`` tokens shortens: none."""
+        return np.zeros(len(src_sizes), dtype=bool)
+
+    def item(self, ds, index: int, sample: dict) -> dict:
+        """Item ``index`` of ``ds`` from its sentence pair's ``sample``: as it is."""
+        return sample
+
+    def collate(self, ds, samples, batch: dict) -> dict:
+        """The batch of ``samples`` (``batch``: the sentence pairs' collated)."""
+        return batch
+
+    def model_input(self, sample: dict, unglue: Optional[Callable[[dict], dict]] = None) -> dict:
+        """``sample`` with the ``net_input`` a model under this mode takes:
+        without the separate-context keys."""
+        return without_context(sample)
+
+
+class _None(InputMode):
+    label = "none"
+
+
+class _Concat(InputMode):
+    label = "concat"
+    uses_context = True
+    cap_note = ", counting the sentence itself with --concat-context"
+
+    def source_sizes(self, src_sizes, context_lengths, cap):
+        # each context sentence contributes its tokens minus EOS plus one <sep>
+        sizes = src_sizes + context_lengths
+        return np.minimum(sizes, np.maximum(cap, src_sizes)) if cap is not None else sizes
+
+    def cut(self, src_sizes, context_lengths, limit):
+        return (context_lengths > 0) & (src_sizes + context_lengths > limit)
+
+    def item(self, ds, index, sample):
+        sample["source"] = concat_context_source(ds.context_sentences(index), sample["source"], ds.eos, ds.sep,
+                                                 ds.max_context_tokens)
+        if ds.target_pool is not None and sample.get("target") is not None:
+            previous = [ds.target_pool[j] for j in ds.target_index[index] if j >= 0]
+            sample["target"] = concat_context_source(previous, sample["target"], ds.pair.tgt_dict.eos(),
+                                                     ds.target_sep, ds.max_target_tokens)
+        return sample
+
+
+class _Separate(InputMode):
+    label = "separate"
+    uses_context = True
+
+    def cut(self, src_sizes, context_lengths, limit):
+        return context_lengths > limit
+
+    def item(self, ds, index, sample):
+        sample["context"] = build_context_tokens(ds.context_sentences(index), ds.eos, ds.sep, ds.max_context_tokens)
+        return sample
+
+    def collate(self, ds, samples, batch):
+        if not batch:
+            return batch
+        # the pair collater sorts the batch by source length: follow its order
+        by_id = {s["id"]: s["context"] for s in samples}
+        context = [by_id[i] for i in batch["id"].tolist()]
+        batch["net_input"]["ctx_tokens"] = data_utils.collate_tokens(
+            context, ds.pad, ds.eos, left_pad=ds.pair.left_pad_source, pad_to_multiple=ds.pair.pad_to_multiple)
+        batch["net_input"]["ctx_lengths"] = torch.tensor([len(c) for c in context], dtype=torch.long)
+        return batch
+
+    def model_input(self, sample, unglue=None):
+        # a glued fairseq-interactive batch (see ``stream``) is split again
+        if unglue is not None and "ctx_tokens" not in sample["net_input"]:
+            return unglue(sample)
+        return sample
+
+
+NONE, CONCAT, SEPARATE = _None(), _Concat(), _Separate()
+NONE.stream, CONCAT.stream, SEPARATE.stream = NONE, CONCAT, CONCAT
+
+# every mode by its name (a dataset may be given the name)
+INPUT_MODES: Dict[str, InputMode] = {m: m for m in (SEPARATE, CONCAT, NONE)}
+
+
+def mode_named(mode) -> InputMode:
+    """The mode object of ``mode`` (a mode or its name); unknown: ValueError."""
+    try:
+        return INPUT_MODES[mode]
+    except KeyError:
+        raise ValueError(f"input_mode must be one of {tuple(INPUT_MODES)}, got {mode!r}") from None
 
 
 def unwrap_model(model):
@@ -48,7 +176,7 @@ def accepts_context(model) -> bool:
     return bool(getattr(unwrap_model(model), "accepts_context", False))
 
 
-def input_mode(task_cfg, models: Sequence = ()) -> str:
+def input_mode(task_cfg, models: Sequence = ()) -> InputMode:
     """How the context reaches ``models`` (one of :data:`INPUT_MODES`) under
     a task with configuration ``task_cfg``: ``concat`` with
     ``--concat-context``; else ``separate`` when the models accept context
@@ -57,75 +185,10 @@ def input_mode(task_cfg, models: Sequence = ()) -> str:
     ensemble that mixes context-aware and sentence-level models stops."""
     concat = getattr(task_cfg, "concat_context", None)
     if concat is None:
-        return "none"
+        return NONE
     if concat:
-        return "concat"
+        return CONCAT
     flags = [accepts_context(m) for m in models]
     if any(flags) and not all(flags):
         raise ConfigError("cannot ensemble context-aware and sentence-level models")
-    return "none" if flags and not flags[0] else "separate"
-
-
-def without_context(sample: dict) -> dict:
-    """``sample`` with the separate-context keys dropped from its net_input
-    (the same dict when it has none)."""
-    net_input = sample["net_input"]
-    if not any(k in net_input for k in CONTEXT_KEYS):
-        return sample
-    return dict(sample, net_input={k: v for k, v in net_input.items() if k not in CONTEXT_KEYS})
-
-
-def _sizes(tokens: Sequence[torch.Tensor]) -> np.ndarray:
-    return np.array([len(t) for t in tokens], dtype=np.int64)
-
-
-def sentence_dataset(task, sources: Sequence[torch.Tensor], mode: str,
-                     context_index: Optional[np.ndarray] = None, pool: Sequence[torch.Tensor] = (),
-                     contexts: Optional[Sequence[Sequence[torch.Tensor]]] = None,
-                     targets: Optional[Sequence[torch.Tensor]] = None,
-                     target_contexts: Optional[Sequence[Sequence[torch.Tensor]]] = None,
-                     shuffle: bool = False, constraints=None, **kwargs) -> DocumentContextDataset:
-    """A :class:`DocumentContextDataset` of sentences in memory, built with
-    ``task``'s dictionaries, separators, padding sides and position limits.
-
-    ``sources[i]`` (and ``targets[i]``): token tensors with EOS.  The
-    context of item ``i`` is either ``pool[j]`` for ``j`` in
-    ``context_index[i]`` (``-1`` skipped), or ``contexts[i]``, a list of
-    token tensors oldest first (EOS optional); neither: none.
-    ``target_contexts[i]``: the previous target sentences glued before
-    ``targets[i]`` (2-to-2 scoring: needs ``--target-context``).  ``mode``:
-    how the context reaches the model (:func:`input_mode`).  ``shuffle``
-    and ``constraints`` go to the sentences' ``LanguagePairDataset``, the
-    other keyword arguments (``skip``, ``rounds``, ``translations``) to
-    the dataset."""
-    cfg = task.cfg
-    sources = list(sources)
-    if contexts is not None:
-        if context_index is not None:
-            raise ValueError("give contexts or a context index, not both")
-        if len(contexts) != len(sources):
-            raise ValueError(f"{len(contexts)} contexts for {len(sources)} sentences")
-        context_index, pool = explicit_index(contexts)
-    elif context_index is None:
-        context_index = np.zeros((len(sources), 0), dtype=np.int64)
-    pool = list(pool)
-    if target_contexts is not None:
-        if not getattr(cfg, "target_context", False) or targets is None:
-            raise ConfigError("target contexts need targets and a task with --concat-context --target-context")
-        if len(target_contexts) != len(sources):
-            raise ValueError(f"{len(target_contexts)} target contexts for {len(sources)} sentences")
-        t_index, t_pool = explicit_index(target_contexts)
-        kwargs.update(target_pool=t_pool, target_pool_sizes=_eos_sizes(t_pool, task.target_dictionary.eos()),
-                      target_index=t_index, target_sep=task.tgt_sep, max_target_tokens=cfg.max_target_positions)
-    pair = LanguagePairDataset(
-        sources, _sizes(sources), task.source_dictionary,
-        list(targets) if targets is not None else None, _sizes(targets) if targets is not None else None,
-        task.target_dictionary, left_pad_source=cfg.left_pad_source, left_pad_target=cfg.left_pad_target,
-        shuffle=shuffle, constraints=constraints)
-    return DocumentContextDataset(pair, context_index, pool, _eos_sizes(pool, task.source_dictionary.eos()),
-                                  task.sep, input_mode=mode, max_context_tokens=cfg.max_source_positions, **kwargs)
-
-
-def _eos_sizes(tokens: Sequence[torch.Tensor], eos: int) -> np.ndarray:
-    """Lengths with EOS counted (added where a sentence lacks it)."""
-    return np.array([len(t) + (0 if len(t) and t[-1] == eos else 1) for t in tokens], dtype=np.int64)
+    return NONE if flags and not flags[0] else SEPARATE

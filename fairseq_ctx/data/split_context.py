@@ -8,13 +8,12 @@ its ``.bin``/``.idx`` files:
 * ``{split}.{src}-{tgt}.docids`` (or ``{tgt}-{src}``): one document id per
   line; a document is a run of equal ids, and every context mode
   (``previous``, ``next``, ``random``, ``--shuffle-context``) is computed
-  from it by :func:`~fairseq_ctx.data.document_context_dataset.compute_context_index`;
+  from it by :meth:`~fairseq_ctx.data.context_selection.ContextRule.index`;
 * ``{split}.{src}-{tgt}.context.{src}`` (``.bin``/``.idx``, binarized with
   the source dictionary): line ``i`` is sentence ``i``'s one context sentence,
-  an empty line none (Voita et al. 2018's ``.en.context``).  It has no
-  documents, so ``next`` and sizes above 1 stop with one line naming the
-  file; ``random`` draws sentences of the split as with docids, and
-  ``--shuffle-context`` deranges the rows as with docids.
+  an empty line none (Voita et al. 2018's ``.en.context``); which rows
+  that gives each context mode (and which it refuses) is
+  :meth:`~fairseq_ctx.data.context_selection.ContextRule.context_file_index`.
 
 Either way the result is ``(index, pool, pool sizes)``: row ``i`` of the
 index holds the pool positions of sentence ``i``'s context, oldest first,
@@ -27,7 +26,7 @@ from typing import Optional
 import numpy as np
 from fairseq.data import data_utils, indexed_dataset
 
-from fairseq_ctx.data.document_context_dataset import compute_context_index, derange
+from fairseq_ctx.data.context_selection import ContextRule
 from fairseq_ctx.errors import ConfigError, DataError, MissingFileError
 
 
@@ -68,30 +67,17 @@ def context_file_prefix(data_path: str, split: str, src: str, tgt: str) -> Optio
     return None
 
 
-def context_file_index(prefix: str, pair, dictionary, cfg):
+def context_file_index(prefix: str, pair, dictionary, rule: ContextRule):
     """``(index, pool, pool sizes)`` of a split (``pair``) whose context is
-    the file ``prefix``, for the task flags ``cfg`` (``context_size``,
-    ``context_mode``, ``context_seed``, ``shuffle_context``)."""
+    the file ``prefix``, under the context rule ``rule``."""
     n = len(pair)
     ctx = data_utils.load_indexed_dataset(prefix, dictionary, dataset_impl="mmap")
     if ctx is None or len(ctx) != n:
         raise DataError(f"document_translation: {prefix}.idx has {0 if ctx is None else len(ctx)} lines but "
                         f"the split has {n} sentences; the context file must have one line per sentence")
-    size, mode = cfg.context_size, cfg.context_mode
-    if mode == "next":
-        raise ConfigError(f"--context-mode next needs documents (docids): {prefix} holds only each sentence's "
-                          "previous sentence (use the 2019 release: prepare-opensubtitles-en-ru.sh --release 2019)")
-    if mode == "random":   # random sentences of the split, as with docids
-        index = compute_context_index(np.arange(n), size, "random", seed=cfg.context_seed,
-                                      shuffle=cfg.shuffle_context)
-        return index, pair.src, pair.src_sizes
-    if size > 1:
-        raise ConfigError(f"--context-size {size}: {prefix} holds one context sentence per line")
     present = np.asarray(ctx.sizes) > 1   # an empty line is binarized as </s> alone
-    index = np.where(present, np.arange(n), -1)[:, None][:, :size]
-    if cfg.shuffle_context:   # as compute_context_index shuffles
-        index = derange(index, np.random.default_rng(cfg.context_seed))
-    return index.astype(np.int64), ctx, ctx.sizes
+    index, of_split = rule.context_file_index(present, prefix)
+    return (index, pair.src, pair.src_sizes) if of_split else (index, ctx, ctx.sizes)
 
 
 def split_context(data_path: str, split: str, pair, dictionary, cfg):
@@ -104,13 +90,8 @@ def split_context(data_path: str, split: str, pair, dictionary, cfg):
         if getattr(cfg, "target_context", False):
             raise ConfigError(f"--target-context needs the previous target sentences, which {prefix} (source "
                               "side only) does not have")
-        return (*context_file_index(prefix, pair, dictionary, cfg), f"explicit context {os.path.basename(prefix)}")
+        return (*context_file_index(prefix, pair, dictionary, ContextRule.from_cfg(cfg)),
+                f"explicit context {os.path.basename(prefix)}")
     docids = read_docids(docids_path(data_path, split, src, tgt), len(pair))
-    return document_index(docids, cfg), pair.src, pair.src_sizes, f"{len(set(docids.tolist()))} documents"
-
-
-def document_index(docids, cfg) -> np.ndarray:
-    """The context index of sentences with document ids ``docids`` under the
-    task flags ``cfg`` (the hub derives a document's context with it too)."""
-    return compute_context_index(docids, cfg.context_size, cfg.context_mode, seed=cfg.context_seed,
-                                 shuffle=cfg.shuffle_context)
+    return (ContextRule.from_cfg(cfg).index(docids), pair.src, pair.src_sizes,
+            f"{len(set(docids.tolist()))} documents")

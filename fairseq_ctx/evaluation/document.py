@@ -2,7 +2,8 @@
 
 Documents are given as the document task reads them: one document id per
 sentence (a ``{split}.{src}-{tgt}.docids`` file), a document being a run of
-consecutive sentences with the same id.
+consecutive sentences with the same id (the rule of
+:mod:`fairseq_ctx.data.context_selection`, which these functions call).
 
 Document-level BLEU (d-BLEU)
     :func:`document_bleu`: each document's sentences joined with a space, in
@@ -21,8 +22,12 @@ BLEU by document position
     sentence context (Voita et al. 2018) the first sentence has none, so a
     context model can use context only on the later sentences.
 """
-from itertools import groupby
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from fairseq_ctx.data import context_selection
+from fairseq_ctx.data.context_selection import document_segments
 
 from .bleu import EvaluationError, _check_lengths, detok_bleu, format_delta, read_lines
 
@@ -42,14 +47,11 @@ def read_docids(path, n: int) -> List[str]:
 
 def document_runs(docids: Sequence[str]) -> List[Tuple[int, int]]:
     """``(start, end)`` of every document: runs of consecutive equal ids (an id
-    that comes back after another document starts a new document, as in the
-    task)."""
-    runs, start = [], 0
-    for _, group in groupby(docids):
-        n = sum(1 for _ in group)
-        runs.append((start, start + n))
-        start += n
-    return runs
+    that comes back after another document starts a new document), the
+    task's documents (:func:`~fairseq_ctx.data.context_selection.document_segments`)."""
+    segments = document_segments(list(docids))
+    edges = [0, *(np.flatnonzero(np.diff(segments)) + 1).tolist(), len(segments)] if len(segments) else [0]
+    return list(zip(edges[:-1], edges[1:]))
 
 
 def join_documents(lines: Sequence[str], docids: Sequence[str]) -> List[str]:
@@ -70,7 +72,7 @@ def document_bleu(hyps: Sequence[str], refs: Sequence[str], docids: Sequence[str
 
 def document_positions(docids: Sequence[str]) -> List[int]:
     """Position of every sentence in its document (0 for the first)."""
-    return [i - a for a, b in document_runs(docids) for i in range(a, b)]
+    return context_selection.document_positions(list(docids)).tolist()
 
 
 def bleu_by_position(hyps: Mapping[str, Sequence[str]], refs: Sequence[str], docids: Sequence[str],

@@ -18,7 +18,7 @@ writes it).  ``previous`` (``--context-size`` 0 or 1), ``random`` and
 ``--shuffle-context`` work on it; ``next``, a larger size and
 ``--target-context`` need documents and stop with one line naming the file.
 
-Context of sentence ``i`` (see ``fairseq_ctx.data.document_context_dataset``):
+Context of sentence ``i`` (the rule of :mod:`fairseq_ctx.data.context_selection`):
 ``--context-mode previous`` (default) the ``--context-size`` (default 1)
 preceding source sentences of its document, empty at a document start;
 ``next`` the following ones; ``random`` random sentences of the split (seeded
@@ -103,10 +103,11 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from fairseq_ctx.architectures import CONTEXT_MODES
 from fairseq_ctx.data import split_context
-from fairseq_ctx.data.context_input import input_mode, sentence_dataset, without_context
+from fairseq_ctx.data.context_input import input_mode
+from fairseq_ctx.data.context_selection import CONTEXT_MODES, ContextRule
 from fairseq_ctx.data.document_context_dataset import DocumentContextDataset
+from fairseq_ctx.data.sentence_dataset import SentenceSetup, sentence_dataset
 from fairseq_ctx.errors import ConfigError, DataError
 from fairseq_ctx.tasks.document_decoding import DocumentDecoding
 
@@ -153,7 +154,8 @@ class DocumentTranslationTask(TranslationTask):
         self.tgt_sep = tgt_dict.add_symbol(cfg.context_separator)
         # how the context reaches the model; settled by build_model
         self.context_input = input_mode(cfg)
-        self.documents = DocumentDecoding(self)
+        # fairseq-interactive's document memory and round-by-round decoding
+        self.documents = DocumentDecoding(self.sentence_setup)
 
     @classmethod
     def setup_task(cls, cfg: DocumentTranslationConfig, **kwargs):
@@ -213,6 +215,20 @@ class DocumentTranslationTask(TranslationTask):
         # getattr: the configuration of a checkpoint saved before the flag existed lacks it
         return bool(getattr(self.cfg, "target_context", False))
 
+    @property
+    def context_rule(self) -> ContextRule:
+        """Which sentences are each sentence's context, under the current flags."""
+        return ContextRule.from_cfg(self.cfg)
+
+    @property
+    def sentence_setup(self) -> SentenceSetup:
+        """What a dataset of sentences in memory is built with under this
+        task (dictionaries, separators, padding sides, limits)."""
+        cfg = self.cfg
+        return SentenceSetup(self.source_dictionary, self.target_dictionary, self.sep, self.tgt_sep,
+                             cfg.left_pad_source, cfg.left_pad_target, cfg.max_source_positions,
+                             cfg.max_target_positions, self.glues_target_context)
+
     def build_context_dataset(self, sources: Sequence[torch.Tensor], contexts: Sequence[Sequence[torch.Tensor]],
                               targets: Optional[Sequence[torch.Tensor]] = None, model=None,
                               target_contexts: Optional[Sequence[Sequence[torch.Tensor]]] = None):
@@ -227,14 +243,15 @@ class DocumentTranslationTask(TranslationTask):
         say; use ``dataset.collater([dataset[i] for i in ids])`` for a batch
         and :meth:`model_input` for the keys the model takes."""
         mode = self.context_input if model is None else input_mode(self.cfg, [model])
-        return sentence_dataset(self, sources, mode, contexts=contexts, targets=targets,
+        return sentence_dataset(self.sentence_setup, sources, mode, contexts=contexts, targets=targets,
                                 target_contexts=target_contexts)
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Interactive translation: lines of one buffer, in input order; context
         from this buffer and the remembered tail of the previous ones
         (:meth:`DocumentDecoding.buffer_dataset`)."""
-        return self.documents.buffer_dataset(src_tokens, src_lengths, constraints)
+        return self.documents.buffer_dataset(src_tokens, src_lengths, self.context_input, self.context_rule,
+                                             constraints)
 
     def reset_document(self):
         """Forget the interactive document history (as an empty input line does)."""
@@ -244,10 +261,10 @@ class DocumentTranslationTask(TranslationTask):
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
         self.context_input = input_mode(self.cfg, [model])
-        if self.context_input == "none" and self.cfg.context_size > 0:
+        if not self.context_input.uses_context and self.cfg.context_size > 0:
             logger.info("sentence-level architecture without --concat-context: context is ignored")
         for dataset in self.datasets.values():
-            if isinstance(dataset, DocumentContextDataset) and dataset.input_mode != "concat":
+            if isinstance(dataset, DocumentContextDataset):
                 dataset.input_mode = self.context_input
         return model
 
@@ -266,15 +283,12 @@ class DocumentTranslationTask(TranslationTask):
         if isinstance(dataset, DocumentContextDataset) and limit is not None:
             cut = dataset.cap_context(int(limit))
             if cut:
-                glued = ", counting the sentence itself with --concat-context" if dataset.input_mode == "concat" else ""
                 logger.warning(f"{cut} of {len(dataset)} sentences have a context longer than the model's source "
-                               f"limit of {limit} tokens (--max-source-positions{glued}): its oldest tokens are "
-                               "dropped")
-        translations = getattr(dataset, "translations", None)
-        if translations is not None and isinstance(max_positions, tuple) and max_positions[1] is not None:
+                               f"limit of {limit} tokens (--max-source-positions{dataset.input_mode.cap_note}): "
+                               "its oldest tokens are dropped")
+        if isinstance(max_positions, tuple) and max_positions[1] is not None:
             # the forced prefix of previous translations fits the models' target limit
-            cap = int(max_positions[1])
-            translations.max_tokens = cap if translations.max_tokens is None else min(translations.max_tokens, cap)
+            self.documents.limit_prefixes(dataset, int(max_positions[1]))
         indices, ignored = dataset.filter_indices_by_size(indices, max_positions)
         if len(ignored) == 0:
             return indices
@@ -298,11 +312,7 @@ class DocumentTranslationTask(TranslationTask):
         """``sample`` with the ``net_input`` the given model(s) accept: context
         keys dropped unless the context reaches them separately; a glued
         interactive batch is split into source and context for them."""
-        if input_mode(self.cfg, models) != "separate":
-            return without_context(sample)
-        if "ctx_tokens" not in sample["net_input"] and self.documents.glued:
-            return self.documents.unglue(sample)
-        return sample
+        return self.documents.model_input(sample, input_mode(self.cfg, models))
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
         return super().train_step(self.model_input([model], sample), model, criterion, optimizer,
@@ -313,10 +323,10 @@ class DocumentTranslationTask(TranslationTask):
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         """fairseq's, with the context keys the models take; 2-to-2 outputs
-        keep their last sentence, and a batch of a dataset decoded round by
-        round (fairseq-interactive's or the hub's, with ``--target-context``)
-        is decoded with its rows' previous translations as the forced prefix
-        (:meth:`DocumentDecoding.decode`)."""
+        keep their last sentence, and a batch of fairseq-interactive's decoded
+        round by round (``--target-context``) is decoded with its rows'
+        previous translations as the forced prefix
+        (:meth:`DocumentDecoding.decode`; the hub forces its own)."""
         net_sample = self.model_input(models, sample)
         return self.documents.decode(generator, sample, prefix_tokens, lambda prefix: super(
             DocumentTranslationTask, self).inference_step(generator, models, net_sample, prefix_tokens=prefix,
