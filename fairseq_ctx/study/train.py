@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
+from fairseq_ctx.allocator import child_env  # every training entry point's children (jemalloc)
 from fairseq_ctx.study.runs import STUDY, Run, Settings
 
 # fairseq's validation summary, e.g.
@@ -97,15 +98,6 @@ def should_stop(hist: List[Dict], settings: Settings = STUDY) -> str:
     return ""
 
 
-# glibc returns every block over its mmap threshold (32 MB at most) to the
-# OS when it is freed, and the next update page-faults it in again: a
-# training step's logits and their gradients (4096 tokens x 8k vocabulary,
-# 131 MB each) made 80,000 minor page faults a second, 22% of the process's
-# CPU time in the kernel, on the development machine. jemalloc with page
-# purging off keeps those blocks (92 faults in 10 s). Used when the library
-# is installed (Debian: apt-get install libjemalloc2) and LD_PRELOAD is not
-# set already; otherwise the process runs as before, only slower.
-JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 
 def device_name(device: str) -> str:
@@ -115,14 +107,6 @@ def device_name(device: str) -> str:
     import torch
 
     return torch.cuda.get_device_name(0)
-
-
-def child_env() -> Dict[str, str]:
-    """The environment of the study's fairseq processes."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if "LD_PRELOAD" not in env and os.path.exists(JEMALLOC):
-        env.update(LD_PRELOAD=JEMALLOC, MALLOC_CONF="dirty_decay_ms:-1,muzzy_decay_ms:-1")
-    return env
 
 
 def done_marker(out: str, run: Run) -> str:

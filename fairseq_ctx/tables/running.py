@@ -63,6 +63,7 @@ from .config import ArgsFileError, flag_value, read_arg_lines, read_args
 from .datasets import DATASETS, SMOKE_DATASET, Dataset, find_root, parse_named
 from .definition import BLEU_FLAVOURS, Row, Table, TableError, check_definition
 from . import reporting
+from ..allocator import child_env
 from .. import progress
 
 # ---------------------------------------------------------------------------
@@ -162,7 +163,7 @@ def run_logged(cmd: Sequence[str], log: Path, cwd: Path, echo_prefix: str = "") 
     log.parent.mkdir(parents=True, exist_ok=True)
     print(f"{echo_prefix}+ {quote_command(cmd)}", flush=True)
     start = time.time()
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = child_env()  # unbuffered, jemalloc where installed: as the quickstart's and the study's children
     with open(log, "a", encoding="utf-8") as f:
         f.write(f"+ {quote_command(cmd)}\n")
         f.flush()
@@ -501,6 +502,13 @@ class TableRun:
             if missing:
                 raise TableError("no binarized data (dict.SRC.txt) for " + "; ".join(missing) + ": prepare it "
                                  "(scripts/prepare-*.sh, README 'Data preparation') or pass --data [DATASET=]DIR")
+            # the references too, before any training (they are read only when a row is scored)
+            for label, st in self.states.items():
+                if label in needed:
+                    try:
+                        self.reference(st)
+                    except StepFailed as e:
+                        raise TableError(f"{st.dataset.name}: {e}") from None
         n_steps = sum(1 for row in table.rows if row.label in needed) \
             + sum(1 for row in table.rows if row.label in needed and row.train)
         # a bar over the train and evaluate steps when stdout is a terminal
