@@ -16,6 +16,7 @@ import os
 import re
 import sys
 
+from fairseq_ctx.cli import check_dir, check_file, check_output
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 
@@ -81,7 +82,10 @@ def cli_main(argv=None):
     p.add_argument("--checkpoint-upper-bound", type=int, help="ignore checkpoints after this epoch/update")
     args = p.parse_args(argv)
     count = args.num_epoch_checkpoints or args.num_update_checkpoints
+    check_output(args.output, "--output")
     if count is not None:
+        if len(args.inputs) == 1:
+            check_dir(args.inputs[0], "--inputs", "checkpoint directory")
         if len(args.inputs) != 1 or not os.path.isdir(args.inputs[0]):
             p.error("--num-epoch-checkpoints/--num-update-checkpoints take one directory in --inputs")
         if count < 1:
@@ -92,6 +96,8 @@ def cli_main(argv=None):
         p.error("--checkpoint-upper-bound needs --num-epoch-checkpoints or --num-update-checkpoints")
     else:
         inputs = args.inputs
+        for path in inputs:
+            check_file(path, "--inputs", "checkpoint file")
     print("averaging " + ", ".join(inputs), file=sys.stderr)
     import torch
 

@@ -1,17 +1,36 @@
 """Command-line helpers that the tools share: logging set-up, checkpoint
 loading, the ``--tokenizer``/``--bpe`` arguments and the text encoders they
-build.
+build, the checks of the paths a command is given, and its thread count.
 
 This module imports fairseq only inside its functions, so that a tool's
 import of it costs nothing beyond what the package itself imports.
+
+**Paths, checked at the front.** Every command checks the files,
+directories and names it is given (:func:`check_data_dir`,
+:func:`check_file`, :func:`check_checkpoints`, :func:`check_output`,
+:func:`check_encoder_files`) right after parsing its command line, before it
+loads a model or reads data: a missing or wrong one is one
+``fairseq_ctx: error:`` line naming the flag and the path (docs/errors.md),
+never a ``FileNotFoundError`` from deep inside fairseq's task or dataset
+code, and never after minutes of work. The checks look only at the file
+system, so they do not depend on how the task and datasets read the data.
+
+**Threads, fitted to the machine** (:func:`set_tool_threads`). torch takes a
+thread per physical core by default; when another process holds one of
+those cores, every parallel step of ours waits for the thread that shares
+it (docs/benchmarks.md, "Threads under load"). So the tools use the cores that are idle when they start (:func:`idle_cores`:
+the cores' busy time over a short sample of ``/proc/stat``), at least one;
+``OMP_NUM_THREADS`` set in the environment is obeyed as it is.
 """
 import argparse
+import glob
 import logging
 import os
 import sys
-from typing import Callable, List, Optional, Sequence
+import time
+from typing import Callable, Iterable, List, Optional, Sequence
 
-from fairseq_ctx.errors import FairseqCtxError
+from fairseq_ctx.errors import FairseqCtxError, MissingFileError
 
 # fairseq's own CLI format, so our tools' lines interleave readably with its
 LOG_FORMAT = "%(asctime)s | %(levelname)s | %(name)s | %(message)s"
@@ -19,6 +38,152 @@ LOG_FORMAT = "%(asctime)s | %(levelname)s | %(name)s | %(message)s"
 
 def setup_logging(stream=sys.stderr, level=logging.INFO):
     logging.basicConfig(format=LOG_FORMAT, level=level, stream=stream)
+
+
+# ---------------------------------------------------------------------------
+# paths given on the command line
+# ---------------------------------------------------------------------------
+
+def split_paths(arg: str) -> List[str]:
+    """``arg``'s ':'-separated paths, as fairseq splits ``--path`` and the
+    data directory (a URL is one path)."""
+    return [arg] if "://" in arg else [p for p in arg.split(os.pathsep) if p]
+
+
+def splits_in(data_dir: str) -> List[str]:
+    """The binarized splits in ``data_dir`` (``test`` of ``test.es-en.es.bin``)."""
+    names = {os.path.basename(p).split(".")[0] for p in glob.glob(os.path.join(data_dir, "*.idx"))}
+    return sorted(names)
+
+
+def check_data_dir(data: Optional[str], flag: str = "DATA-BIN", subsets: Iterable[str] = (),
+                   subset_flag: str = "--gen-subset"):
+    """``data`` (':'-separated shards) is fairseq-preprocess output: a
+    directory with ``dict.*.txt``; the first one holds each of ``subsets``."""
+    if data is None:
+        return
+    parts = split_paths(data)
+    for part in parts:
+        if not os.path.exists(part):
+            raise MissingFileError(f"{flag} {part}: no such directory (the binarized data that fairseq-preprocess "
+                                   "writes, e.g. data/bible/bin)")
+        if not os.path.isdir(part):
+            raise MissingFileError(f"{flag} {part}: not a directory (the binarized data that fairseq-preprocess "
+                                   "writes, e.g. data/bible/bin)")
+        if not glob.glob(os.path.join(part, "dict.*.txt")):
+            raise MissingFileError(f"{flag} {part}: no dict.*.txt in it; not binarized data (fairseq-preprocess "
+                                   "output, e.g. data/bible/bin)")
+    have = splits_in(parts[0])
+    for subset in subsets:
+        if subset not in have:
+            raise MissingFileError(f"{subset_flag} {subset}: no such split in {parts[0]} (it has: "
+                                   f"{', '.join(have) or 'none'})")
+
+
+def check_file(path: Optional[str], flag: str, what: str = "file"):
+    """``path`` is an existing file (``None`` and ``-``, stdin, pass)."""
+    if path is None or path == "-":
+        return
+    if os.path.isdir(path):
+        raise MissingFileError(f"{flag} {path}: a directory, not a {what}")
+    if not os.path.isfile(path):
+        raise MissingFileError(f"{flag} {path}: no such {what}")
+
+
+def check_dir(path: Optional[str], flag: str, what: str = "directory"):
+    """``path`` is an existing directory (``None`` passes)."""
+    if path is None:
+        return
+    if not os.path.isdir(path):
+        raise MissingFileError(f"{flag} {path}: no such {what}" if not os.path.exists(path)
+                               else f"{flag} {path}: not a directory")
+
+
+def check_checkpoints(path_arg: Optional[str], flag: str = "--path"):
+    """Every ':'-separated checkpoint of ``path_arg`` is a file."""
+    for path in split_paths(path_arg or ""):
+        check_file(path, flag, "checkpoint file")
+
+
+def check_output(path: Optional[str], flag: str):
+    """A file to be written: its directory exists (checked before the work,
+    not when the results are written at the end)."""
+    if path is None or path == "-":
+        return
+    if os.path.isdir(path):
+        raise MissingFileError(f"{flag} {path}: a directory, not a file to write")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise MissingFileError(f"{flag} {path}: no such directory {parent}")
+
+
+# the file options of fairseq's --bpe and --tokenizer choices, and of our per-side models
+ENCODER_FILE_OPTIONS = ("sentencepiece_model", "bpe_codes", "bpe_vocab", "bpe_merges", "gpt2_encoder_json",
+                        "gpt2_vocab_bpe", "sentencepiece_model_path", "bpe_vocab_file", "source_bpe_model",
+                        "target_bpe_model")
+
+
+def check_encoder_files(args):
+    """The model files of ``--bpe`` (``--sentencepiece-model``, ``--bpe-codes``,
+    ...) and ``--source-bpe-model``/``--target-bpe-model`` exist."""
+    for name in ENCODER_FILE_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value and value != "???" and "://" not in value:
+            check_file(value, "--" + name.replace("_", "-"))
+
+
+# ---------------------------------------------------------------------------
+# threads
+# ---------------------------------------------------------------------------
+
+def _cpu_times():
+    """{cpu number: (busy, total)} jiffies of every CPU, from /proc/stat."""
+    times = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *values = line.split()
+            if name.startswith("cpu") and name != "cpu":
+                v = [int(x) for x in values[:8]]  # user nice system idle iowait irq softirq steal
+                times[int(name[3:])] = (sum(v) - v[3] - v[4], sum(v))
+    return times
+
+
+def idle_cores(sample_seconds: float = 0.2) -> int:
+    """The cores this process may run on, less those other processes kept
+    busy over ``sample_seconds`` (at least 1). Without ``/proc/stat`` (not
+    Linux): every core it may run on."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    try:
+        before = _cpu_times()
+        time.sleep(sample_seconds)
+        after = _cpu_times()
+    except (OSError, ValueError):
+        return len(allowed)
+    busy = 0.0
+    for cpu in allowed:
+        if cpu in before and cpu in after:
+            ran, total = after[cpu][0] - before[cpu][0], after[cpu][1] - before[cpu][1]
+            busy += ran / total if total > 0 else 0.0
+    return max(1, len(allowed) - int(round(busy)))
+
+
+def set_tool_threads(log: Optional[logging.Logger] = None) -> int:
+    """torch's thread count for an inference or analysis tool: the
+    ``OMP_NUM_THREADS`` of the environment where it is set (torch reads it
+    itself), else the idle cores, at most torch's default (a thread per
+    physical core). Returns the count; logs it at INFO."""
+    import torch
+
+    if os.environ.get("OMP_NUM_THREADS"):
+        n = torch.get_num_threads()
+        why = "OMP_NUM_THREADS"
+    else:
+        idle = idle_cores()
+        n = max(1, min(torch.get_num_threads(), idle))
+        torch.set_num_threads(n)
+        why = f"{idle} idle core{'' if idle == 1 else 's'} at start; OMP_NUM_THREADS sets it"
+    (log or logging.getLogger("fairseq_ctx")).info(f"{n} thread{'' if n == 1 else 's'} ({why})")
+    return n
 
 
 # ---------------------------------------------------------------------------
@@ -183,8 +348,10 @@ def quick_generation_parser(prog: str, doc: str, epilog: str, path_help: str,
 def setup_generation_tool(get_parser: Callable[[], argparse.ArgumentParser], argv: Sequence[str]):
     """An analysis tool's command line parsed as fairseq-generate parses its
     own (the plugin registered, ``--max-tokens`` 4000 unless a batch size is
-    given, ``--user-dir`` imported), and its task set up. Returns
-    ``(args, cfg, task)``; ``--path`` is required."""
+    given, ``--user-dir`` imported), its paths checked (the checkpoints, the
+    data directory and its ``--gen-subset``, the ``--bpe`` files), its
+    threads set, and its task set up. Returns ``(args, cfg, task)``;
+    ``--path`` is required."""
     from fairseq import options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -192,12 +359,16 @@ def setup_generation_tool(get_parser: Callable[[], argparse.ArgumentParser], arg
 
     fairseq_ctx.register()  # the architectures and task; weights-only checkpoint loading
     args = options.parse_args_and_arch(get_parser(), input_args=list(argv))
+    if args.path is None:
+        raise FairseqCtxError("--path CKPT is required")
+    check_checkpoints(args.path)
+    check_data_dir(args.data, subsets=[args.gen_subset])
+    check_encoder_files(args)
+    set_tool_threads()
     if args.max_tokens is None and args.batch_size is None:
         args.max_tokens = 4000
     cfg = convert_namespace_to_omegaconf(args)
     utils.import_user_module(cfg.common)
-    if cfg.common_eval.path is None:
-        raise ValueError("--path is required")
     return args, cfg, tasks.setup_task(cfg.task)
 
 
@@ -250,14 +421,11 @@ def add_checkpoint_args(parser):
 def checkpoint_paths(path_args: Sequence[str]) -> List[str]:
     """Every checkpoint of ``--path`` (repeated and/or ':'-separated); a
     missing file stops here, before any model is built."""
-    from fairseq import utils
-
-    paths = [p for arg in path_args for p in utils.split_paths(arg) if p]
+    paths = [p for arg in path_args for p in split_paths(arg)]
     if not paths:
         raise FairseqCtxError("--path: no checkpoint given")
     for p in paths:
-        if not os.path.isfile(p):
-            raise FairseqCtxError(f"--path: {p}: no such checkpoint file")
+        check_file(p, "--path", "checkpoint file")
     return paths
 
 

@@ -50,7 +50,8 @@ from typing import Dict, List
 
 import numpy as np
 
-from fairseq_ctx.cli import BPE_EXAMPLES, TOKENIZER_EXAMPLES, parse_with_encoders
+from fairseq_ctx.cli import (BPE_EXAMPLES, TOKENIZER_EXAMPLES, check_checkpoints, check_data_dir, check_encoder_files,
+                             check_file, check_output, parse_with_encoders, set_tool_threads)
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 logger = logging.getLogger("fairseq_ctx.context_usage")
@@ -413,8 +414,15 @@ def main(argv=None):
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.WARNING, stream=sys.stderr)
     args = parse_args(argv)
+    check_checkpoints(args.path)
+    check_data_dir(args.data, subsets=[args.gen_subset])
+    for name in ("src", "dst", "json", "src_context", "tgt_context"):
+        check_file(getattr(args, name), "--" + name.replace("_", "-"))
+    check_encoder_files(args)
+    check_output(args.results, "--results")
     import torch
 
+    set_tool_threads(logger)
     from fairseq_ctx.contrastive.command import load_with_cfg
     from fairseq_ctx.contrastive.readers import read_groups
     from fairseq_ctx.data.context_input import input_mode

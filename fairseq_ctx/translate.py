@@ -216,7 +216,8 @@ def main(argv: Optional[Sequence[str]] = None):
     if "-h" in argv or "--help" in argv:
         print(_quick_help(), end="")
         return None
-    from fairseq_ctx.cli import setup_logging
+    from fairseq_ctx.cli import (check_checkpoints, check_data_dir, check_encoder_files, check_file, check_output,
+                                 set_tool_threads, setup_logging)
     from fairseq_ctx.errors import install_excepthook
 
     setup_logging(level=os.environ.get("LOGLEVEL", "INFO").upper())
@@ -243,6 +244,14 @@ def main(argv: Optional[Sequence[str]] = None):
     fairseq_ctx.register()  # archs, task, weights-only loading
 
     args, state, _ = parse_args(argv)
+    # every path before any input is read or a model built
+    check_checkpoints(args.path)
+    check_data_dir(args.data)
+    check_file(args.input, "--input")
+    check_file(args.docids, "--docids")
+    check_encoder_files(args)
+    check_output(args.output, "--output")
+    set_tool_threads(logger)
     cfg = convert_namespace_to_omegaconf(args)
     if cfg.generation.replace_unk is not None:
         raise ConfigError(f"{PROG}: --replace-unk is not supported")

@@ -428,8 +428,19 @@ def _printed_size_check(tmp_path, monkeypatch):
     return str(e.value)
 
 
+def _printed_missing_data(tmp_path, monkeypatch):
+    from fairseq_ctx.cli import check_data_dir
+    from fairseq_ctx.errors import MissingFileError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MissingFileError) as e:
+        check_data_dir("data/bibel/bin")
+    return ERROR_PREFIX + str(e.value)
+
+
 # quote in the docs -> how to make the code print it (the first line it prints)
 QUOTED = {
+    "fairseq_ctx: error: DATA-BIN data/bibel/bin: no such directory ...": _printed_missing_data,
     "fairseq_ctx: error: refusing to load checkpoint ...": _printed_refused,
     "fairseq_ctx: error: cannot read checkpoint ...": _printed_truncated,
     "fairseq_ctx: error: corpus/train.en line 7: no document id (expected DOCID<TAB>sentence)": _printed_no_docid,

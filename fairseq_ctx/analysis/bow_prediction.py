@@ -71,7 +71,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 import numpy as np
 
 from fairseq_ctx.analysis.probing import NoGlobalStateError, pool_encoder_out, run_encoder
-from fairseq_ctx.cli import add_checkpoint_args, checkpoint_paths, comma_list, load_checkpoint, setup_logging
+from fairseq_ctx.cli import (add_checkpoint_args, check_data_dir, checkpoint_paths, comma_list, load_checkpoint,
+                             set_tool_threads, setup_logging)
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 if TYPE_CHECKING:
@@ -425,8 +426,12 @@ def main(argv=None):
     setup_logging()
     args = parse_args(argv)
     paths = checkpoint_paths(args.path)
+    subsets = [args.train_subset, args.gen_subset] + ([args.valid_subset] if args.valid_subset not in (None, "none") else [])
+    for subset, flag in zip(subsets, ("--train-subset", "--gen-subset", "--valid-subset")):
+        check_data_dir(args.data, subsets=[subset], subset_flag=flag)
     import torch
 
+    set_tool_threads()
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     checkpoints = [analyse_checkpoint(p, args, device) for p in paths]
     summary = {

@@ -32,7 +32,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Dict, List
 
-from fairseq_ctx.cli import load_checkpoint
+from fairseq_ctx.cli import check_checkpoints, check_data_dir, load_checkpoint, set_tool_threads
 from fairseq_ctx.errors import install_excepthook
 
 if TYPE_CHECKING:
@@ -186,9 +186,12 @@ def plot(summary: Dict, png: str):
 def main(argv=None):
     install_excepthook()
     args = get_parser().parse_args(argv)
+    check_checkpoints(args.path)
+    check_data_dir(args.data, subsets=[args.gen_subset])
     os.makedirs(args.out, exist_ok=True)
     import torch
 
+    set_tool_threads()
     use_cuda = torch.cuda.is_available() and not args.cpu
     summary = {"subset": args.gen_subset, "data": args.data, "models": []}
     with open(os.path.join(args.out, "tokens.jsonl"), "w") as token_out:

@@ -48,6 +48,7 @@ import json
 import os
 from typing import Dict, List, Sequence, Tuple
 
+from fairseq_ctx.cli import check_file
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 SLOTS = ("q", "k")
@@ -243,6 +244,8 @@ def get_parser():
 def main(argv=None):
     install_excepthook()
     args = get_parser().parse_args(argv)
+    check_file(args.tokens, "TOKENS", "tokens.jsonl file (fairseq-ctx-ctxsan-gates --out DIR writes DIR/tokens.jsonl)")
+    check_file(args.tags, "--tags", "tagged file")
     key = "decoder_tokens" if args.side == "decoder" else "tokens"  # the tokens the side's gates are listed by
     with open(args.tokens, encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]

@@ -80,8 +80,9 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
-from fairseq_ctx.cli import (add_checkpoint_args, add_text_encoder_args, build_encoders, checkpoint_paths,
-                             comma_list, load_checkpoint, parse_with_encoders, setup_logging)
+from fairseq_ctx.cli import (add_checkpoint_args, add_text_encoder_args, build_encoders, check_data_dir,
+                             check_encoder_files, checkpoint_paths, comma_list, load_checkpoint, parse_with_encoders,
+                             set_tool_threads, setup_logging)
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
 if TYPE_CHECKING:
@@ -543,6 +544,8 @@ def main(argv=None):
     setup_logging()
     args = parse_args(argv)
     paths = checkpoint_paths(args.path)
+    check_data_dir(args.data)
+    check_encoder_files(args)
     if args.download:
         download_probing(args.tasks, args.probing_dir, args.download_url)
     # read (and check) every task before any model work
@@ -557,6 +560,7 @@ def main(argv=None):
         data[task_name] = (path, d, classes, labels)
     import torch
 
+    set_tool_threads()
     device = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     encode = build_encoders(args)
     checkpoints = []

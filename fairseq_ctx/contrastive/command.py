@@ -8,7 +8,8 @@ import json
 import logging
 import sys
 
-from fairseq_ctx.cli import BPE_EXAMPLES, TOKENIZER_EXAMPLES, build_encoders, parse_with_encoders
+from fairseq_ctx.cli import (BPE_EXAMPLES, TOKENIZER_EXAMPLES, build_encoders, check_checkpoints, check_data_dir,
+                             check_encoder_files, check_file, check_output, parse_with_encoders, set_tool_threads)
 from fairseq_ctx.contrastive.accuracy import evaluate, format_results
 from fairseq_ctx.contrastive.groups import FORMATS, TIE_MODES, ContrastiveDataError
 from fairseq_ctx.contrastive.readers import read_groups
@@ -212,6 +213,14 @@ def main(argv=None):
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.INFO, stream=sys.stderr)
     args = parse_args(argv)
+    # every path before the set is read or a model loaded
+    check_checkpoints(args.path)
+    check_data_dir(args.data)
+    for name in ("src", "dst", "json", "src_context", "tgt_context", "scores_in"):
+        check_file(getattr(args, name), "--" + name.replace("_", "-"))
+    check_encoder_files(args)
+    check_output(args.results, "--results")
+    check_output(args.scores_out, "--scores-out")
     groups = read_groups(args)
     if not groups:
         raise ContrastiveDataError("the test set has no groups")
@@ -225,6 +234,7 @@ def main(argv=None):
     else:
         import torch
 
+        set_tool_threads(logger)
         models, task = load(args)
         context_size = getattr(task.cfg, "context_size", 0)
         target_context_size = context_size if getattr(task.cfg, "target_context", False) else 0
