@@ -73,11 +73,18 @@ def read_voita(src_path, dst_path, json_path, separator: str = "_eos",
             cands.append(Candidate(source=s_parts[-1], target=d_parts[-1],
                                    source_context=[c for c in s_parts[:-1] if c], where=where_d,
                                    target_context=[c for c in d_parts[:-1] if c]))
-        meta = {"ctx_dist": e["ctx_dist"]} if "ctx_dist" in e else {}
+        meta = {key: e[key] for key in VOITA_BREAKDOWN if key in e}
         groups.append(Group(cands, e["true_ind"], meta, where=f"{json_path}: entry {i}",
                             rule=OFFICIAL_RULE["voita"]))
         line += n
     return groups
+
+
+# the keys of a Voita-format JSON entry that results are broken down by:
+# Voita et al.'s distance of the context that decides the item, and the
+# contrast's class where a set names one (the study's balanced he/she set:
+# fairseq_ctx.study.context_set writes "class": masculine or feminine)
+VOITA_BREAKDOWN = ("ctx_dist", "class")
 
 
 def _context_lines(ctx_path, num_text_lines: int, context_lines: Optional[int]):

@@ -18,6 +18,7 @@ import sys
 from dataclasses import replace
 
 from fairseq_ctx.study import runs as study_runs
+from fairseq_ctx.study.report import family
 from fairseq_ctx.study.train import StudyError, done_marker, history, is_trained, params_from_logs, train
 from fairseq_ctx_prep.files import ERROR_PREFIX  # every tool's (docs/errors.md)
 
@@ -104,18 +105,61 @@ def train_in_parallel(argv, jobs: int):
 
 def base_record(opts, run) -> dict:
     hist = history(opts.out, run)
-    rec = {"name": run.name, "label": run.label, "arch": run.arch, "seed": run.seed, "flags": run.flags,
+    rec = {"name": run.name, "family": family(run.name), "label": run.label, "arch": run.arch,
+           "seed": run.seed, "flags": run.flags, "model_flags": run.model_flags,
            "warm_start": run.warm_start, "control": run.control,
            "params": params_from_logs(opts.out, run), "epochs": len(hist),
            "updates": hist[-1]["updates"] if hist else 0,
-           "valid_loss": min(h["valid_loss"] for h in hist) if hist else None,
+           "best_valid_loss": min(h["valid_loss"] for h in hist) if hist else None,
            "train_minutes": round(hist[-1]["train_seconds"] / 60, 1) if hist else 0.0, "history": hist,
            "status": "trained" if is_trained(opts.out, run, opts.settings) else "training" if hist else "not started"}
-    if is_trained(opts.out, run, opts.settings):
+    if rec["status"] == "trained":
         done = json.load(open(done_marker(opts.out, run)))
-        rec.update(stop_reason=done["reason"], best_epoch=done["best_epoch"],
-                   final_valid_loss=done.get("final_valid_loss"), device=done.get("device", "cpu"))
+        rec.update(budget=done["budget"], final_valid_loss=done.get("final_valid_loss"),
+                   device=done.get("device", "cpu"), precision=done.get("precision", "fp32"),
+                   commit=done.get("commit"), train_data=done.get("train_data"))
     return rec
+
+
+def evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir) -> list:
+    """Evaluate one trained run into ``rec`` (every step resumable: see
+    fairseq_ctx.study.evaluate); returns its test translations."""
+    from fairseq_ctx.evaluation.bleu import chrf, detok_bleu
+    from fairseq_ctx.study import evaluate, report
+    from fairseq_ctx.study.data import set_dir
+
+    settings, device = opts.settings, opts.device
+    dec = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), settings, device=device)
+    bleu, rec["signature"] = detok_bleu(dec["hyps"], refs)
+    chrf_score, rec["chrf_signature"] = chrf(dec["hyps"], refs)
+    rec["bleu"], rec["chrf"] = round(bleu, 2), round(chrf_score, 2)
+    rec["decode_seconds"], rec["decode_cpu_seconds"] = dec["seconds"], dec["cpu_seconds"]
+    report.keep_hyps(fig_dir, run.name, dec["path"])
+    valid = evaluate.validate(opts.out, run, bin_dir, user_dir, settings, device=device)
+    rec["valid_loss"], rec["valid_nll_loss"] = valid["valid_loss"], valid["valid_nll_loss"]
+    spm_model = os.path.join(opts.data, "spm", "spm.model")
+    full = evaluate.usage(opts.out, run, bin_dir, spm_model, set_dir(opts.study_dir), settings, device=device)
+    rec["usage"] = evaluate.usage_summary(full)
+    rec["usage_report"] = report.keep_usage(fig_dir, run.name, os.path.join(evaluate.eval_dir(opts.out, run),
+                                                                           "usage.json"), opts.results)
+    if run.uses_context:
+        shuf = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), settings, shuffled=True, device=device)
+        rec["shuffled_bleu"] = round(detok_bleu(shuf["hyps"], refs)[0], 2)
+        report.shuffled_drop(rec, dec["hyps"], shuf["hyps"], refs)
+    target = evaluate.analysis(opts.out, run, bin_dir, settings, device=device)
+    if target:
+        dest = os.path.join(fig_dir, f"{run.name}-{os.path.basename(target)}")
+        if os.path.isdir(target):
+            shutil.copytree(target, dest, dirs_exist_ok=True)
+        else:
+            shutil.copy(target, dest)
+        rec["analysis"] = os.path.relpath(dest, os.path.dirname(opts.results))
+    test = rec["usage"]["context_test"].get("true", {})
+    echo(f"[study] {run.name}: BLEU {rec['bleu']:.2f}, chrF {rec['chrf']:.2f}, averaged valid loss "
+         f"{rec['valid_loss']:.3f}, context test {test.get('accuracy', float('nan')):.3f}"
+         + (f", CXMI {rec['usage']['cxmi']['none']['bits']:+.4f} bits" if run.uses_context else "")
+         + (f", shuffled context BLEU {rec['shuffled_bleu']:.2f}" if "shuffled_bleu" in rec else ""))
+    return dec["hyps"]
 
 
 def evaluate_all(opts, selected, bin_dir, user_dir):
@@ -125,111 +169,61 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
 
     # importing fairseq leaves the root logger at DEBUG; matplotlib would list every font it tries
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    from fairseq_ctx.study.pronouns import build as build_pronouns
-
     raw = os.path.join(opts.data, "raw")
     with open(os.path.join(raw, "test.en"), encoding="utf-8") as f:
         refs = [line.rstrip("\n") for line in f]
-    set_dir = os.path.join(opts.out, "pronouns")
-    counts_path = os.path.join(set_dir, "counts.json")
-    if not os.path.exists(counts_path):
-        counts = build_pronouns(raw, set_dir)
-        json.dump(counts, open(counts_path, "w"))
-    counts = json.load(open(counts_path))
-    spm_model = os.path.join(opts.data, "spm", "spm.model")
     fig_dir = os.path.splitext(opts.results)[0]
     os.makedirs(fig_dir, exist_ok=True)
 
-    records, hyps, carried = [], {}, []
+    records, hyps = [], {}
     previous_extra, previous_runs = report.read(opts.results)
     # --runs chooses what is evaluated now; the results keep every run
     # evaluated before, rebuilt from its outputs where they are on this
     # machine, else carried over from the results file as it was (a fresh
-    # machine has the committed JSON but no checkpoints), so evaluating one run
-    # never drops the others from the JSON, the paired tests and the figures
+    # machine has the committed JSON and translations but no checkpoints),
+    # so evaluating one run never drops the others from the JSON, the paired
+    # tests and the summary
     for run in study_runs.RUNS:
         evaluated = evaluate.is_evaluated(opts.out, run)
         if not (run in selected or evaluated or run.name in previous_runs):
             continue
+        kept = report.read_hyps(fig_dir, run.name)
         if not evaluated and not history(opts.out, run) and run.name in previous_runs:
             records.append(previous_runs[run.name])
-            kept = report.read_hyps(fig_dir, run.name)
             if kept is not None:  # its committed translations: it is paired like the others
                 hyps[run.name] = kept
-            elif previous_runs[run.name].get("status") == "trained":
-                carried.append(run)
             continue
         rec = base_record(opts, run)
         records.append(rec)
         if rec["status"] != "trained":
             continue
-        echo(f"[study] {run.name}: evaluating")
-        count = opts.settings  # the averaging window is the settings' (evaluate.final_checkpoints)
-        dec = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count, device=opts.device)
-        from fairseq_ctx.evaluation.bleu import detok_bleu
+        if run in selected or evaluated:
+            echo(f"[study] {run.name}: evaluating")
+            hyps[run.name] = evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir)
 
-        rec["bleu"], rec["signature"] = detok_bleu(dec["hyps"], refs)
-        rec["bleu"] = round(rec["bleu"], 2)
-        rec["decode_seconds"] = dec["seconds"]
-        rec["decode_cpu_seconds"] = dec["cpu_seconds"]
-        hyps[run.name] = dec["hyps"]
-        report.keep_hyps(fig_dir, run.name, dec["path"])
-        con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count, device=opts.device)
-        rec["contrastive_accuracy"] = round(con["accuracy"], 4)
-        rec["contrastive_by_class"] = con["by_class"]
-        if run.uses_context:
-            shuf = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), count, shuffled=True,
-                                   device=opts.device)
-            rec["shuffled_bleu"] = round(detok_bleu(shuf["hyps"], refs)[0], 2)
-            report.shuffled_drop(rec, dec["hyps"], shuf["hyps"], refs)
-            con = evaluate.contrastive(opts.out, run, bin_dir, spm_model, set_dir, count, shuffled=True,
-                                       device=opts.device)
-            rec["shuffled_contrastive_accuracy"] = round(con["accuracy"], 4)
-            rec["shuffled_contrastive_by_class"] = con["by_class"]
-        target = evaluate.analysis(opts.out, run, bin_dir, count, device=opts.device)
-        if target:
-            dest = os.path.join(fig_dir, f"{run.name}-{os.path.basename(target)}")
-            if os.path.isdir(target):
-                shutil.copytree(target, dest, dirs_exist_ok=True)
-            else:
-                shutil.copy(target, dest)
-            rec["analysis"] = os.path.relpath(dest, os.path.dirname(opts.results))
-        echo(f"[study] {run.name}: BLEU {rec['bleu']:.2f}, pronouns {rec['contrastive_accuracy']:.3f}"
-             + (f", shuffled context BLEU {rec['shuffled_bleu']:.2f}" if "shuffled_bleu" in rec else ""))
-
-    extra = {"setup": report.setup_record(counts, opts.settings)}
-    extra["seed_spread"] = report.seed_spread(records)
-    carried_seeds = {run.seed for run in carried}
-    if carried:
-        # a carried run's translations are not here (results from before
-        # they were kept beside the figures): the paired tests of its seed
-        # and (seed 1) the length buckets stay as the results file has them,
-        # and the figure drawn from translations is left alone
-        echo("[study] carried over from " + opts.results + " without translations (outputs not on this "
-             "machine): " + ", ".join(run.name for run in carried) + "; their seeds' paired tests kept as they were")
-        for key in ("bootstrap_signature", "bleu_by_length"):
-            if key in previous_extra:
-                extra[key] = previous_extra[key]
-    signature = report.paired_by_seed(records, hyps, refs, carried_seeds, previous_runs)
-    if signature:
-        extra["bootstrap_signature"] = signature
-    seed_of = {rec["name"]: rec["seed"] for rec in records}
-    # BLEU by length: the seed-1 runs
-    hyps = {} if 1 in carried_seeds else {name: h for name, h in hyps.items() if seed_of[name] == 1}
-    if hyps:
+    extra = {"setup": report.setup_record(opts.study_data, opts.settings)}
+    signature = report.pair_all(records, hyps, refs, previous_runs)
+    extra["bootstrap_signature"] = signature or previous_extra.get("bootstrap_signature", "")
+    extra["summary"] = report.summary(records)
+    seed1 = [rec["name"] for rec in records if rec["seed"] == 1 and rec.get("bleu") is not None]
+    hyps1 = {name: hyps[name] for name in seed1 if name in hyps}
+    # BLEU by length: the seed-1 runs, all of them or (translations missing) as before
+    if hyps1 and (len(hyps1) == len(seed1) or "bleu_by_length" not in previous_extra):
         from fairseq_ctx.evaluation.length_buckets import bleu_by_length, plot_length_buckets
 
         with open(os.path.join(opts.data, "spm", "test.es"), encoding="utf-8") as f:
             srcs = [line.rstrip("\n") for line in f]
-        buckets = bleu_by_length(srcs, hyps, refs)
+        buckets = bleu_by_length(srcs, hyps1, refs)
         buckets["unit"] = "sentencepiece source tokens"
         extra["bleu_by_length"] = buckets
         plot_length_buckets(buckets, os.path.join(fig_dir, "bleu-by-length.png"),
-                            baseline="transformer" if "transformer" in hyps else None,
+                            baseline="transformer" if "transformer" in hyps1 else None,
                             title="Bible es-en test: BLEU by source length (subword tokens)")
+    elif "bleu_by_length" in previous_extra:
+        extra["bleu_by_length"] = previous_extra["bleu_by_length"]
     report.plot_curves(records, os.path.join(fig_dir, "valid-loss.png"))
     report.write(opts.results, records, extra)
-    echo(report.markdown_table([r for r in records if r["status"] == "trained"]))
+    echo(report.markdown_table(records, extra["summary"]))
     echo(f"[study] results: {opts.results}, figures: {fig_dir}")
 
 
@@ -252,12 +246,12 @@ def main(argv=None):
         # every other run trains without the balanced context test's chapters
         from fairseq_ctx.study import data as study_data
 
+        opts.study_dir = os.path.join(opts.data, "study")
         try:
-            opts.study_data = study_data.prepare(opts.data, os.path.join(opts.data, "study"),
-                                                 opts.settings.context_per_class)
+            opts.study_data = study_data.prepare(opts.data, opts.study_dir, opts.settings.context_per_class)
         except study_data.StudyDataError as e:
             raise StudyError(str(e)) from None
-        bin_dir = study_data.bin_dir(os.path.join(opts.data, "study"))
+        bin_dir = study_data.bin_dir(opts.study_dir)
         if opts.stage in ("train", "all"):
             if opts.jobs > 1:
                 train_in_parallel(argv if argv is not None else sys.argv[1:], opts.jobs)

@@ -1,7 +1,9 @@
-"""Evaluating one trained study run: averaged checkpoint, beam search on the
-test set (and again with shuffled context for context models), the pronoun
-contrastive set with true and shuffled context, and the paper's analysis of
-its architecture.  Every step writes its output under ``RUN/eval/`` and is
+"""Evaluating one trained study run: the averaged checkpoint (the same
+window of updates for every run), beam search on the test set (and again
+with shuffled context for context models), the averaged model's validation
+loss, ``fairseq-ctx-context-usage`` (CXMI, and the balanced context test of
+``fairseq_ctx.study.context_set`` with true, shuffled and no context, per
+class), and the paper's analysis of its architecture.  Every step writes its output under ``RUN/eval/`` and is
 skipped when that output exists, so evaluation resumes like training.
 """
 import json
@@ -112,67 +114,79 @@ def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, setting
     return {"hyps": hyps, "path": hyp_path, "seconds": meta["seconds"], "cpu_seconds": meta.get("cpu_seconds")}
 
 
-def shuffle_contexts(src_path: str, dst_path: str, separator: str = "_eos"):
-    """The pronoun set with every group's source context taken from the
-    group half the set away (a fixed derangement; candidates of a group keep
-    sharing one context)."""
-    with open(src_path, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f]
-    pairs = [lines[i:i + 2] for i in range(0, len(lines), 2)]  # two candidates per group
-    n = len(pairs)
-    shift = max(1, n // 2)
-    out = []
-    for k, (a, b) in enumerate(pairs):
-        ctx = pairs[(k + shift) % n][0].split(f" {separator} ")[0]
-        out += [f"{ctx} {separator} {a.split(f' {separator} ', 1)[1]}",
-                f"{ctx} {separator} {b.split(f' {separator} ', 1)[1]}"]
-    with open(dst_path, "w", encoding="utf-8") as f:
-        f.writelines(line + "\n" for line in out)
+# fairseq-validate's summary: "| valid on 'valid' subset | loss 4.41 | nll_loss 2.9 | ..."
+_VALIDATE_RE = re.compile(r"valid on 'valid' subset \| loss ([\d.]+) \| nll_loss ([\d.]+)")
 
 
-def contrastive(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, settings: Settings,
-                shuffled: bool = False, device: str = "cpu") -> Dict:
-    """Accuracy on the pronoun set, overall and per class, with the
-    project's scorer (``fairseq_ctx.contrastive``, Voita format, official
-    tie rule)."""
-    from fairseq_ctx.contrastive import evaluate as evaluate_groups
-    from fairseq_ctx.contrastive import read_voita
+def validate(out: str, run: Run, bin_dir: str, user_dir: str, settings: Settings, device: str = "cpu") -> Dict:
+    """The averaged model's validation loss (label-smoothed, base 2, as
+    training reports it) and nll: the model decoded is the model scored,
+    not the best interval checkpoint."""
+    path = os.path.join(eval_dir(out, run), "valid.json")
+    if not os.path.exists(path):
+        ckpt = average(out, run, settings)
+        log = os.path.join(eval_dir(out, run), "valid.log")
+        _call([sys.executable, "-m", "fairseq_cli.validate", bin_dir, "--user-dir", user_dir, "--path", ckpt,
+               *run.task_flags, "--valid-subset", "valid", "--max-tokens", "4096",
+               "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+               *device_flags(device)], log, f"{run.name}: fairseq-validate")
+        with open(log, encoding="utf-8", errors="replace") as f:
+            m = _VALIDATE_RE.search(f.read())
+        if not m:
+            raise StudyError(f"{run.name}: no validation summary in {log}")
+        with open(path + ".part", "w") as f:
+            json.dump({"valid_loss": float(m.group(1)), "valid_nll_loss": float(m.group(2))}, f)
+        os.replace(path + ".part", path)
+    with open(path) as f:
+        return json.load(f)
 
-    tag = "pronouns.shuffled" if shuffled else "pronouns"
-    src = os.path.join(set_dir, "pronouns.src")
-    if shuffled:
-        src = os.path.join(set_dir, "pronouns.shuffled.src")
-        if not os.path.exists(src):
-            shuffle_contexts(os.path.join(set_dir, "pronouns.src"), src + ".part")
-            os.replace(src + ".part", src)
-    dst, js = os.path.join(set_dir, "pronouns.dst"), os.path.join(set_dir, "pronouns.json")
-    scores_path = os.path.join(eval_dir(out, run), tag + ".scores")
-    if not os.path.exists(scores_path):
+
+def usage(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, settings: Settings,
+          device: str = "cpu") -> Dict:
+    """``fairseq-ctx-context-usage`` on the averaged model: CXMI on the test
+    set (true context against none, shuffled, random; bootstrap intervals)
+    and the balanced context test with true, shuffled (a derangement of the
+    items' contexts: another verse of the Bible, the random-context
+    control's own kind of context) and no context, per class; for models
+    that use context also generated accuracy (beam 4).  Sentence-level
+    models get the same report without translating (their translation
+    cannot depend on the context: CXMI 0 and every condition equal, which
+    the report then shows)."""
+    path = os.path.join(eval_dir(out, run), "usage.json")
+    if not os.path.exists(path):
         ckpt = average(out, run, settings)
         concat = ["--concat-context"] if "--concat-context" in run.flags else []
-        _call([sys.executable, "-m", "fairseq_ctx.contrastive", bin_dir, "--path", ckpt,
-               "--format", "voita", "--src", src, "--dst", dst, "--json", js,
+        _call([sys.executable, "-m", "fairseq_ctx.context_usage", bin_dir, "--path", ckpt,
                "--task", "document_translation", "--context-size", "1", *concat,
-               "--bpe", "sentencepiece", "--sentencepiece-model", spm_model, *device_flags(device),
-               "--scores-out", scores_path + ".part"],
-              os.path.join(eval_dir(out, run), tag + ".log"), f"{run.name}: contrastive scoring")
-        os.replace(scores_path + ".part", scores_path)
-    with open(scores_path) as f:
-        losses = [float(line) for line in f]
-    groups = read_voita(src, dst, js)
-    meta = json.load(open(js, encoding="utf-8"))
-    scores, i = [], 0
-    for g in groups:
-        # the scorer's convention for evaluate(): higher is better
-        scores.append([-x for x in losses[i:i + len(g.candidates)]])
-        i += len(g.candidates)
-    result = {"accuracy": evaluate_groups(groups, scores)["accuracy"], "n": len(groups), "by_class": {}}
-    for cls in sorted({m["class"] for m in meta}):
-        idx = [k for k, m in enumerate(meta) if m["class"] == cls]
-        result["by_class"][cls] = {"accuracy": evaluate_groups([groups[k] for k in idx],
-                                                               [scores[k] for k in idx])["accuracy"],
-                                   "n": len(idx)}
-    return result
+               "--format", "voita", "--src", os.path.join(set_dir, "pronouns.src"),
+               "--dst", os.path.join(set_dir, "pronouns.dst"), "--json", os.path.join(set_dir, "pronouns.json"),
+               "--bpe", "sentencepiece", "--sentencepiece-model", spm_model,
+               "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
+               *([] if run.uses_context else ["--no-generated"]), *device_flags(device),
+               "--results", path + ".part"],
+              os.path.join(eval_dir(out, run), "usage.log"), f"{run.name}: fairseq-ctx-context-usage")
+        os.replace(path + ".part", path)
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def usage_summary(report: Dict) -> Dict:
+    """What the study's record keeps of a usage report: CXMI (bits, 95%
+    interval) against each condition, and the context test's accuracy per
+    condition and class."""
+    out = {"cxmi": {cond: {"bits": round(r["cxmi_bits"], 5), "ci95_bits": [round(x, 5) for x in r["ci95_bits"]]}
+                    for cond, r in report["cxmi"].items() if isinstance(r, dict) and "cxmi_bits" in r},
+           "context_test": {}}
+    for cond, r in report.get("contrastive", {}).items():
+        by = r.get("by", {}).get("class", {})
+        out["context_test"][cond] = {"accuracy": round(r["accuracy"], 4), "groups": r["groups"],
+                                     "by_class": {c: {"accuracy": round(b["accuracy"], 4), "groups": b["groups"]}
+                                                  for c, b in sorted(by.items())}}
+    if "generated" in report and "conditions" in report["generated"]:
+        out["generated"] = {cond: {k: v for k, v in r.items() if k in ("items", "right", "wrong", "both", "neither", "accuracy")}
+                            for cond, r in report["generated"]["conditions"].items()}
+        out["generated"]["qualified"] = report["generated"]["qualified"]
+    return out
 
 
 ANALYSES = {
@@ -190,9 +204,9 @@ ANALYSES = {
 def is_evaluated(out: str, run: Run) -> bool:
     """Whether every evaluation output of ``run`` exists, so that its record
     can be rebuilt from them without decoding or scoring anything."""
-    tags = ["test.hyp", "test.json", "pronouns.scores"]
+    tags = ["test.hyp", "test.json", "valid.json", "usage.json"]
     if run.uses_context:
-        tags += ["test.shuffled.hyp", "test.shuffled.json", "pronouns.shuffled.scores"]
+        tags += ["test.shuffled.hyp", "test.shuffled.json"]
     if run.arch in ANALYSES and not run.flags:
         tags.append(ANALYSES[run.arch][2])
     return all(os.path.exists(os.path.join(eval_dir(out, run), tag)) for tag in tags)

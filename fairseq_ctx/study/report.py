@@ -2,100 +2,117 @@
 by source length, and a Markdown table for the docs."""
 import json
 import os
+import re
 import shutil
 from typing import Dict, List, Optional, Set, Tuple
 
 from fairseq_ctx.study.runs import Settings
 
 
-# what paired() and paired_controls() add to a record
-PAIRED_KEYS = ("delta_bleu", "p_value", "paired_with", "delta_bleu_vs_control", "p_value_vs_control")
+def family(name: str) -> str:
+    """A run's family: its name without ``-seedN`` (the seeds of one configuration)."""
+    return re.sub(r"-seed\d+$", "", name)
 
 
-def paired(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], baseline: Optional[str]):
-    """Paired bootstrap p-value and delta of every run against the baseline
-    (sacreBLEU's implementation through fairseq_ctx.evaluation)."""
-    from fairseq_ctx.evaluation.bleu import paired_bootstrap
+def baselines_of(rec: Dict) -> List[str]:
+    """The runs ``rec`` is paired with: its ``control`` alone where it names
+    one (GRET trains on top of a finished baseline; its control trained on
+    the same way), else the plain and the capacity-matched baseline of its
+    own seed (not itself)."""
+    from fairseq_ctx.study.runs import baseline_of, wide_baseline_of
 
-    if baseline is None or baseline not in hyps:
-        return ""
-    others = {name: h for name, h in hyps.items() if name != baseline}
-    results, signature = paired_bootstrap(hyps[baseline], others, refs)
-    for rec in records:
-        res = results.get(rec["name"])
-        if res is not None:
-            rec["delta_bleu"] = round(res.delta, 2)
-            rec["p_value"] = round(res.p_value, 4)
-            rec["paired_with"] = baseline
-    return signature
+    if rec.get("control"):
+        return [rec["control"]]
+    return [b for b in (baseline_of(rec["seed"]), wide_baseline_of(rec["seed"])) if b and b != rec["name"]]
 
 
-def paired_controls(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str]):
-    """Paired bootstrap of each run that names a ``control`` run against it
-    (GRET against the baseline continued from the same checkpoint)."""
-    from fairseq_ctx.evaluation.bleu import paired_bootstrap
-
-    for rec in records:
-        control = rec.get("control")
-        if control and rec["name"] in hyps and control in hyps:
-            res = paired_bootstrap(hyps[control], {rec["name"]: hyps[rec["name"]]}, refs)[0][rec["name"]]
-            rec["delta_bleu_vs_control"] = round(res.delta, 2)
-            rec["p_value_vs_control"] = round(res.p_value, 4)
-
-
-def paired_by_seed(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], carried_seeds: Set[int],
-                   previous: Dict[str, Dict]) -> str:
-    """:func:`paired` and :func:`paired_controls` within each seed: every
-    run against the baseline trained with its own seed, wherever both
-    translations are here. In a seed with a trained run whose translations
-    are not here (``carried_seeds``), a run that could not be paired keeps
-    the paired results of ``previous`` (records by name) only if it is the
-    run they were computed for (same BLEU and updates). Returns the
+def pair_all(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], previous: Dict[str, Dict]) -> str:
+    """Paired bootstrap (sacreBLEU's, 1000 resamples) of every run against
+    each run of :func:`baselines_of`: ``rec["vs"][family of the baseline] =
+    {"run", "delta_bleu", "p_value"}``.  A pair whose translations are not
+    both here keeps the result of ``previous`` (records by name) if it was
+    computed for the same run (same BLEU and updates).  Returns the
     bootstrap's signature ("" when nothing was paired)."""
-    from fairseq_ctx.study.runs import baseline_of
+    from fairseq_ctx.evaluation.bleu import paired_bootstrap
 
     signature = ""
-    for seed in sorted({rec["seed"] for rec in records}):
-        group = [rec for rec in records if rec["seed"] == seed]
-        seed_hyps = {rec["name"]: hyps[rec["name"]] for rec in group if rec["name"] in hyps}
-        signature = paired(group, seed_hyps, refs, baseline=baseline_of(seed)) or signature
-        paired_controls(group, seed_hyps, refs)
-        if seed not in carried_seeds:
+    for rec in records:
+        if rec.get("bleu") is None:
             continue
-        for rec in group:
-            prev = previous.get(rec["name"], {})
-            if rec.get("bleu") is None or (prev.get("bleu"), prev.get("updates")) != (rec["bleu"], rec["updates"]):
-                continue
-            for key in PAIRED_KEYS:
-                if key not in rec and key in prev:
-                    rec[key] = prev[key]
+        prev = previous.get(rec["name"], {})
+        same = (prev.get("bleu"), prev.get("updates")) == (rec["bleu"], rec["updates"])
+        vs = {}
+        for base in baselines_of(rec):
+            if rec["name"] in hyps and base in hyps:
+                res, signature = paired_bootstrap(hyps[base], {rec["name"]: hyps[rec["name"]]}, refs)
+                vs[family(base)] = {"run": base, "delta_bleu": round(res[rec["name"]].delta, 2),
+                                    "p_value": round(res[rec["name"]].p_value, 4)}
+            elif same and family(base) in prev.get("vs", {}):
+                vs[family(base)] = prev["vs"][family(base)]
+        rec["vs"] = vs
     return signature
+
+
+def _mean_sd(values: List[float]) -> Dict:
+    """Mean and sample standard deviation (n - 1; None for one value)."""
+    n = len(values)
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else None
+    return {"n": n, "mean": round(mean, 4), "sd": None if sd is None else round(sd, 4)}
+
+
+def _metrics(rec: Dict) -> Dict[str, Optional[float]]:
+    """The per-run numbers summarised over seeds."""
+    usage = rec.get("usage", {})
+    test = usage.get("context_test", {})
+    out = {"bleu": rec.get("bleu"), "chrf": rec.get("chrf"), "valid_loss": rec.get("valid_loss"),
+           "cxmi_bits": usage.get("cxmi", {}).get("none", {}).get("bits")}
+    for cond, r in test.items():
+        out[f"context_test_{cond}"] = r["accuracy"]
+        for cls, b in r.get("by_class", {}).items():
+            out[f"context_test_{cond}_{cls}"] = b["accuracy"]
+    return out
+
+
+def summary(records: List[Dict]) -> Dict[str, Dict]:
+    """Per family (:func:`family`), over its evaluated seeds: mean and sd of
+    every metric of :func:`_metrics`, with the seeds' values; and per
+    baseline family its runs are paired with (:func:`pair_all`), the
+    per-seed deltas, their mean and sd, in how many seeds the run's BLEU is
+    higher ("wins") and in how many significantly so (p < 0.05)."""
+    out: Dict[str, Dict] = {}
+    for rec in records:
+        if rec.get("bleu") is None:
+            continue
+        fam = out.setdefault(family(rec["name"]), {"label": rec["label"], "seeds": [], "metrics": {}, "vs": {}})
+        fam["seeds"].append(rec["seed"])
+        for key, value in _metrics(rec).items():
+            if value is not None:
+                fam["metrics"].setdefault(key, {"values": []})["values"].append(value)
+        for base, r in rec.get("vs", {}).items():
+            fam["vs"].setdefault(base, {"deltas": [], "p_values": []})
+            fam["vs"][base]["deltas"].append(r["delta_bleu"])
+            fam["vs"][base]["p_values"].append(r["p_value"])
+    for fam in out.values():
+        for m in fam["metrics"].values():
+            m.update(_mean_sd(m["values"]))
+        for v in fam["vs"].values():
+            v.update(_mean_sd(v["deltas"]))
+            v["wins"] = sum(1 for d in v["deltas"] if d > 0)
+            v["significant_wins"] = sum(1 for d, p in zip(v["deltas"], v["p_values"]) if d > 0 and p < 0.05)
+            v["significant_losses"] = sum(1 for d, p in zip(v["deltas"], v["p_values"]) if d < 0 and p < 0.05)
+    return out
 
 
 def shuffled_drop(rec: Dict, hyps: List[str], shuffled_hyps: List[str], refs: List[str]):
     """BLEU with shuffled context against true context, paired bootstrap
-    (the same resamples and settings as :func:`paired`): whether a context
+    (the same resamples and settings as :func:`pair_all`): whether a context
     model's drop is more than resampling noise."""
     from fairseq_ctx.evaluation.bleu import paired_bootstrap
 
     res = paired_bootstrap(hyps, {"shuffled": shuffled_hyps}, refs)[0]["shuffled"]
     rec["shuffled_delta_bleu"] = round(res.delta, 2)
     rec["shuffled_p_value"] = round(res.p_value, 4)
-
-
-def seed_spread(records: List[Dict]) -> Dict[str, Dict]:
-    """BLEU and validation loss of each architecture trained with two seeds."""
-    spread = {}
-    for rec in records:
-        if rec["seed"] == 1:
-            continue
-        first = [r for r in records if r["seed"] == 1 and r["arch"] == rec["arch"] and r["flags"] == rec["flags"]
-                 and not r.get("warm_start")]
-        if first and "bleu" in first[0] and "bleu" in rec:
-            spread[rec["arch"]] = {"bleu": [first[0]["bleu"], rec["bleu"]],
-                                   "bleu_spread": round(abs(first[0]["bleu"] - rec["bleu"]), 2),
-                                   "valid_loss": [first[0]["valid_loss"], rec["valid_loss"]]}
-    return spread
 
 
 def plot_curves(records: List[Dict], path: str):
@@ -130,38 +147,59 @@ def _fmt(value, spec: str, missing: str = "") -> str:
     return missing if value is None else format(value, spec)
 
 
-def markdown_table(records: List[Dict]) -> str:
-    head = ("| run | params | epochs | updates | train min | best valid loss | BLEU | Δ vs baseline (p) "
-            "| shuffled-context BLEU (Δ, p) | pronoun acc. (he / she) | with shuffled context |")
-    lines = [head, "|" + "---|" * 11]
+def _pm(metric: Optional[Dict], spec: str) -> str:
+    """mean ± sd (n) of a summary metric; the value alone for one seed."""
+    if not metric:
+        return ""
+    if metric["sd"] is None:
+        return format(metric["mean"], spec)
+    return f"{format(metric['mean'], spec)} ± {format(metric['sd'], spec)} ({metric['n']})"
+
+
+def markdown_table(records: List[Dict], summary: Dict[str, Dict]) -> str:
+    """Per family: seeds, BLEU, chrF, averaged-model validation loss, the
+    context test (true context; he / she), CXMI against no context, mean ±
+    sd over seeds; and the paired deltas against each baseline with wins."""
+    head = ("| run | seeds | params | BLEU | chrF | valid loss | context test (he / she) | CXMI bits "
+            "| Δ BLEU vs baseline (wins) | Δ BLEU vs FFN-768 (wins) |")
+    lines = [head, "|" + "---|" * 10]
+    params = {}
     for rec in records:
-        contrast = rec.get("contrastive_accuracy")
-        by = rec.get("contrastive_by_class", {})
-        cls = (f" ({_fmt(by.get('masculine', {}).get('accuracy'), '.2f')} / "
-               f"{_fmt(by.get('feminine', {}).get('accuracy'), '.2f')})") if by else ""
-        delta = "" if rec.get("delta_bleu") is None else f"{rec['delta_bleu']:+.2f} ({rec['p_value']:.3f})"
-        shuffled = _fmt(rec.get("shuffled_bleu"), ".2f")
-        if rec.get("shuffled_delta_bleu") is not None:
-            shuffled += f" ({rec['shuffled_delta_bleu']:+.2f}, p {rec['shuffled_p_value']:.3f})"
-        lines.append(
-            f"| {rec['label']} | {rec['params'] / 1e6:.2f}M | {rec['epochs']} | {rec['updates']} "
-            f"| {rec['train_minutes']:.0f} | {rec['valid_loss']:.3f} | {_fmt(rec.get('bleu'), '.2f', 'pending')} "
-            f"| {delta} | {shuffled} "
-            f"| {_fmt(contrast, '.3f')}{cls} | {_fmt(rec.get('shuffled_contrastive_accuracy'), '.3f')} |")
+        params.setdefault(family(rec["name"]), rec.get("params") or 0)
+    for name, fam in summary.items():
+        m = fam["metrics"]
+
+        def vs(base):
+            v = fam["vs"].get(base)
+            if not v:
+                return ""
+            return f"{_pm(v, '+.2f')} ({v['wins']}/{v['n']}, {v['significant_wins']} p<0.05)"
+
+        cls = ""
+        if "context_test_true_masculine" in m:
+            cls = f" ({_pm(m['context_test_true_masculine'], '.2f')} / {_pm(m['context_test_true_feminine'], '.2f')})"
+        lines.append(f"| {fam['label']} | {len(fam['seeds'])} | {params.get(name, 0) / 1e6:.2f}M "
+                     f"| {_pm(m.get('bleu'), '.2f')} | {_pm(m.get('chrf'), '.2f')} | {_pm(m.get('valid_loss'), '.3f')} "
+                     f"| {_pm(m.get('context_test_true'), '.3f')}{cls} | {_pm(m.get('cxmi_bits'), '+.4f')} "
+                     f"| {vs('transformer')} | {vs('transformer-wide')} |")
     return "\n".join(lines)
 
 
-def setup_record(pronoun_counts: Optional[Dict], settings: Settings) -> Dict:
-    return {"corpus": "Bible es-en (scripts/prepare-bible.sh): 29,746 train / 567 valid / 553 test verses, "
-                      "chapters as documents, 8k joint sentencepiece",
+def setup_record(study_data: Optional[Dict], settings: Settings) -> Dict:
+    return {"corpus": "Bible es-en (scripts/prepare-bible.sh): chapters as documents, 8k joint sentencepiece; "
+                      "the training split without the balanced context test's chapters "
+                      "(fairseq_ctx.study.data)",
+            "train_data": study_data,
             "size": list(settings.size), "recipe": list(settings.recipe),
             "schedule": " ".join(settings.schedule()),
             "budget": f"{settings.budget} updates for every run; the learning rate warms up linearly over "
                       f"{settings.warmup} updates and decays linearly to zero at the budget; decode the average of "
-                      f"the last {settings.average} checkpoints, saved every {settings.save_every} updates",
-            "decoding": "beam 4, --max-len-a 1.5 --max-len-b 10, every test sentence; detokenized sacreBLEU",
-            "pronoun_set": pronoun_counts,
-            "machine": "CPU, one thread per run (taskset, OMP_NUM_THREADS=1)"}
+                      f"the checkpoints at updates {settings.budget - (settings.average - 1) * settings.save_every}"
+                      f", ..., {settings.budget} (every {settings.save_every})",
+            "decoding": "beam 4, --max-len-a 1.5 --max-len-b 10, every test sentence; detokenized sacreBLEU and chrF",
+            "context_test": f"fairseq_ctx.study.context_set, {settings.context_per_class} items per class, "
+                            "scored by fairseq-ctx-context-usage with true, shuffled and no context",
+            "machine": "each record names its device, precision and the commit that trained it"}
 
 
 def read(path: str) -> Tuple[Dict, Dict[str, Dict]]:
@@ -187,6 +225,16 @@ def keep_hyps(fig_dir: str, name: str, hyp_path: str):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     shutil.copyfile(hyp_path, path + ".part")
     os.replace(path + ".part", path)
+
+
+def keep_usage(fig_dir: str, name: str, usage_path: str, results: str) -> str:
+    """Keep a run's context-usage report beside the figures (committed);
+    returns its path relative to the results file."""
+    path = os.path.join(fig_dir, "usage", name + ".json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    shutil.copyfile(usage_path, path + ".part")
+    os.replace(path + ".part", path)
+    return os.path.relpath(path, os.path.dirname(results) or ".")
 
 
 def read_hyps(fig_dir: str, name: str) -> Optional[List[str]]:
