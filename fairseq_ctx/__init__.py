@@ -37,8 +37,9 @@ _registered = False
 # why it is needed. Nothing else of fairseq, torch or Python is touched.
 PROCESS_WIDE_CHANGES = {
     "fairseq's registries": "the plugin itself: the four architectures (and their named presets) in "
-        "ARCH_MODEL_REGISTRY / ARCH_CONFIG_REGISTRY / MODEL_REGISTRY and the document_translation task in "
-        "TASK_REGISTRY, so that --arch and --task find them",
+        "ARCH_MODEL_REGISTRY / ARCH_CONFIG_REGISTRY / MODEL_REGISTRY, the document_translation task in "
+        "TASK_REGISTRY and the adam_foreach optimizer in OPTIMIZER_REGISTRY, so that --arch, --task and "
+        "--optimizer find them",
     "torch.serialization's safe globals": "torch >= 2.6 loads checkpoints weights-only and refuses the "
         "configuration objects fairseq pickles: exactly the classes fairseq checkpoints hold are allow-listed "
         "(safe_loading.py lists them), so weights-only loading stays on",
@@ -53,6 +54,10 @@ PROCESS_WIDE_CHANGES = {
     "fairseq's ARCH_CONFIG_REGISTRY functions": "every registered one wrapped (bf16_on_cuda.py): fairseq "
         "0.12 turns --bf16 into --tpu, so on a GPU every --bf16 run stops at once; the architecture function "
         "is the one hook fairseq calls after that line",
+    "fairseq.optim.FP16Optimizer.build_optimizer": "wrapped (foreach_optim.py): with --optimizer adam_foreach, "
+        "--fp16/--bf16 build ForeachFP16Optimizer, fairseq's FP16Optimizer with its per-parameter copies to and "
+        "from the float32 masters and its zeroing as one foreach call each; fairseq's trainer picks that class "
+        "itself (Trainer._build_optimizer has no hook), and with any other optimizer fairseq's is built unchanged",
     "sys.excepthook": "our errors (FairseqCtxError) print as one line 'fairseq_ctx: error: ...' inside "
         "fairseq's own commands, which the plugin does not otherwise control; other exceptions go to the "
         "previous hook unchanged",
@@ -78,9 +83,10 @@ def register():
     safe_loading.install()
     from . import models  # noqa: F401  (registers the architectures)
     from . import tasks  # noqa: F401  (registers document_translation)
-    from . import bf16_on_cuda
+    from . import bf16_on_cuda, foreach_optim
 
     bf16_on_cuda.install()  # after every architecture is registered
+    foreach_optim.install()  # registers --optimizer adam_foreach on import
 
     _registered = True
 

@@ -100,20 +100,23 @@ from fairseq.models.fairseq_model import BaseFairseqModel, FairseqEncoderDecoder
 from fairseq.models.transformer import TransformerModel
 from fairseq.tasks import TASK_REGISTRY, FairseqTask
 from fairseq.tasks.translation import TranslationTask
+from fairseq.optim import OPTIMIZER_REGISTRY
+from fairseq.optim.fp16_optimizer import FP16Optimizer
 
 def snapshot():
     s = {}
     for mod in (fairseq.checkpoint_utils, fairseq.models, fairseq.tasks, fairseq.options, fairseq.utils,
-                fairseq.trainer, torch.serialization, torch.nn.functional, torch):
+                fairseq.trainer, fairseq.optim, torch.serialization, torch.nn.functional, torch):
         for k, v in list(vars(mod).items()):
             if callable(v):
                 s[f"{mod.__name__}.{k}"] = id(v)
     for cls in (BaseFairseqModel, FairseqEncoderDecoderModel, TransformerModel, FairseqTask, TranslationTask,
-                torch.nn.Module):
+                FP16Optimizer, torch.nn.Module):
         for k, v in list(vars(cls).items()):
             s[f"{cls.__name__}.{k}"] = id(v)
     for name, reg in (("ARCH_CONFIG_REGISTRY", ARCH_CONFIG_REGISTRY), ("ARCH_MODEL_REGISTRY", ARCH_MODEL_REGISTRY),
-                      ("MODEL_REGISTRY", MODEL_REGISTRY), ("TASK_REGISTRY", TASK_REGISTRY)):
+                      ("MODEL_REGISTRY", MODEL_REGISTRY), ("TASK_REGISTRY", TASK_REGISTRY),
+                      ("OPTIMIZER_REGISTRY", OPTIMIZER_REGISTRY)):
         for k, v in reg.items():
             s[f"{name}[{k}]"] = id(v)
     s["sys.excepthook"] = id(sys.excepthook)
@@ -133,13 +136,14 @@ print(json.dumps(sorted(k for k in set(before) | set(after) if before.get(k) != 
 
 def _documented_change(key: str) -> str:
     """The PROCESS_WIDE_CHANGES entry a changed name belongs to."""
-    if key.startswith(("ARCH_MODEL_REGISTRY[", "MODEL_REGISTRY[", "TASK_REGISTRY[")):
+    if key.startswith(("ARCH_MODEL_REGISTRY[", "MODEL_REGISTRY[", "TASK_REGISTRY[", "OPTIMIZER_REGISTRY[")):
         return "fairseq's registries"
     if key.startswith("ARCH_CONFIG_REGISTRY["):
         return "fairseq's ARCH_CONFIG_REGISTRY functions"  # new ones are registry entries too, wrapped
     return {"fairseq.checkpoint_utils.load_checkpoint_to_cpu": "fairseq.checkpoint_utils.load_checkpoint_to_cpu",
             "BaseFairseqModel.load_state_dict": "fairseq BaseFairseqModel.load_state_dict",
             "fairseq.models.build_model": "fairseq.models.build_model",
+            "FP16Optimizer.build_optimizer": "fairseq.optim.FP16Optimizer.build_optimizer",
             "sys.excepthook": "sys.excepthook",
             "warnings.filters": "warnings.filters and the root logger's level",
             "root level": "warnings.filters and the root logger's level",
@@ -164,5 +168,6 @@ def test_register_changes_exactly_the_documented_process_wide_state():
     changed = json.loads(proc.stdout.splitlines()[-1])
     assert "ARCH_MODEL_REGISTRY[transformer_ctxsan]" in changed and "TASK_REGISTRY[document_translation]" in changed
     assert "ARCH_CONFIG_REGISTRY[transformer]" in changed  # fairseq's own, wrapped for --bf16 on CUDA
+    assert "OPTIMIZER_REGISTRY[adam_foreach]" in changed and "OPTIMIZER_REGISTRY[adam]" not in changed
     found = {_documented_change(k) for k in changed}
     assert found == set(fairseq_ctx.PROCESS_WIDE_CHANGES) - {"sys.meta_path"}, sorted(found)

@@ -102,6 +102,7 @@ from fairseq import utils
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
+from omegaconf import II
 
 from fairseq_ctx.data import split_context
 from fairseq_ctx.data.context_input import input_mode
@@ -110,6 +111,7 @@ from fairseq_ctx.data.document_context_dataset import DocumentContextDataset
 from fairseq_ctx.data.sentence_dataset import SentenceSetup, sentence_dataset
 from fairseq_ctx.errors import ConfigError, DataError
 from fairseq_ctx.tasks.document_decoding import DocumentDecoding
+from fairseq_ctx.tasks import half_decoding
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +140,8 @@ class DocumentTranslationConfig(TranslationConfig):
                 "layers that see nothing else (the context encoder) does so once per run, as a source or as a "
                 "context, whichever comes first (same translations, less encoder work); other models are "
                 "unaffected"})
+    # fairseq's --bf16, read outside training (tasks/half_decoding.py); no flag of its own
+    bf16: bool = II("common.bf16")
 
 
 @register_task("document_translation", dataclass=DocumentTranslationConfig)
@@ -167,7 +171,10 @@ class DocumentTranslationTask(TranslationTask):
         if getattr(cfg, "num_batch_buckets", 0):
             raise ConfigError("--num-batch-buckets: not supported with --task document_translation (the context "
                               "is glued from and sized by unpadded sentences); leave it at 0")
-        return super().setup_task(cfg, **kwargs)
+        task = super().setup_task(cfg, **kwargs)
+        # whether cfg is this command line's or a checkpoint's (--bf16 outside training: half_decoding.py)
+        task.set_up_from_checkpoint = bool(kwargs.get("from_checkpoint", False))
+        return task
 
     # ---------------------------------------------------------------- data
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
@@ -260,6 +267,8 @@ class DocumentTranslationTask(TranslationTask):
     # --------------------------------------------------------------- model
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
+        if from_checkpoint:  # fairseq-generate, -interactive, -validate, hubs: --bf16 (half_decoding.py)
+            model = half_decoding.for_inference(model, self.cfg, getattr(self, "set_up_from_checkpoint", False))
         self.context_input = input_mode(self.cfg, [model])
         if not self.context_input.uses_context and self.cfg.context_size > 0:
             logger.info("sentence-level architecture without --concat-context: context is ignored")

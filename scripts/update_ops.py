@@ -1,0 +1,143 @@
+"""Operations per training update: how many non-view ATen operations one
+``Trainer.train_step`` of each architecture dispatches, in float32 and in
+bfloat16, with ``--optimizer adam`` (fairseq's) and ``--optimizer
+adam_foreach`` (fairseq_ctx/foreach_optim.py).
+
+A small model's update on a GPU costs about one kernel launch per operation
+whatever its size, so this count, taken on CPU, is the number that bounds a
+small model's updates per second on a GPU. Counted with a
+``TorchDispatchMode`` around the second update of a fresh trainer (the first
+creates the optimizer state): every operation that reaches the dispatcher
+from Python or autograd, views (reshapes, slices, ``detach``) left out
+because they launch nothing; a ``torch._foreach_`` call is one operation,
+as it is one (or a few) multi-tensor kernels on a GPU. "after backward" is
+what follows fairseq's ``reduce-grads`` marker: gradient scaling, clipping,
+the optimizer step and the precision copies.
+
+The model is the study's (``fairseq_ctx/study/runs.py`` SIZE and RECIPE, the
+document task with one sentence of context); the counts do not depend on
+the data's vocabulary or sentence lengths, so any binarized corpus with
+docids does (the tests use a toy one). bfloat16 runs fairseq's
+``FP16Optimizer`` path of ``fairseq-train --bf16`` on CPU (``--tpu``, which
+fairseq's parser derives from ``--bf16``, is turned off as on a GPU).
+
+    python3 scripts/update_ops.py data/bible/bin --json benchmarks/update-ops.json
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+
+ARCHS = ("transformer", "transformer_ctxsan", "transformer_dc", "transformer_gret", "transformer_ctxenc")
+PRECISIONS = ("fp32", "bf16")
+OPTIMIZERS = ("adam", "adam_foreach")
+USER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fairseq_ctx")
+
+
+def trainer_args(data_bin, arch, precision="fp32", optimizer="adam_foreach", extra=()):
+    """fairseq-train's command line for one update of the study's model."""
+    from fairseq_ctx.study.runs import DOC_TASK, RECIPE, SIZE
+
+    recipe = list(RECIPE)
+    recipe[recipe.index("--optimizer") + 1] = optimizer
+    argv = [str(data_bin), "--user-dir", USER_DIR, "--arch", arch, *SIZE, *recipe, *DOC_TASK,
+            "--cpu", "--seed", "1", "--max-update", "100", "--lr-scheduler", "inverse_sqrt",
+            "--warmup-updates", "10", *extra]
+    if precision == "bf16":
+        argv.append("--bf16")
+    elif precision == "fp16":
+        # fairseq's flat float32 masters need CUDA; the per-parameter ones do not
+        argv += ["--fp16", "--fp16-no-flatten-grads"]
+    elif precision != "fp32":
+        raise SystemExit(f"scripts/update_ops.py: error: --precision: unknown {precision!r}")
+    return argv
+
+
+def build_trainer(argv):
+    """A fairseq Trainer and the first training batch, as fairseq-train builds them."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq.trainer import Trainer
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [str(a) for a in argv])
+    args.tpu = False  # fairseq's parser turns --bf16 into --tpu; on a GPU fairseq_ctx turns it back off
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    task.load_dataset(cfg.dataset.train_subset, combine=True, epoch=1)
+    model = task.build_model(cfg.model)
+    criterion = task.build_criterion(cfg.criterion)
+    trainer = Trainer(cfg, task, model, criterion)
+    batches = task.get_batch_iterator(
+        dataset=task.dataset(cfg.dataset.train_subset), max_tokens=cfg.dataset.max_tokens,
+        max_positions=(1024, 1024), required_batch_size_multiple=1, seed=1,
+    ).next_epoch_itr(shuffle=False)
+    return trainer, next(iter(batches))
+
+
+def count_update(trainer, sample):
+    """{"total", "after_backward", "ops"} of one ``trainer.train_step([sample])``."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.before, self.after = collections.Counter(), collections.Counter()
+            self.backward_done = False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket.__name__ == "_record_function_enter_new" and args and args[0] == "reduce-grads":
+                self.backward_done = True
+            if not func.is_view:
+                (self.after if self.backward_done else self.before)[str(func.overloadpacket)] += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count() as count:
+        trainer.train_step([sample])
+    after = sum(count.after.values())
+    return {"total": sum(count.before.values()) + after, "after_backward": after,
+            "ops": dict((count.before + count.after).most_common())}
+
+
+def measure(data_bin, arch, precision="fp32", optimizer="adam_foreach"):
+    trainer, sample = build_trainer(trainer_args(data_bin, arch, precision, optimizer))
+    trainer.train_step([sample])  # creates the optimizer state
+    result = count_update(trainer, sample)
+    result["parameters"] = sum(1 for p in trainer.model.parameters() if p.requires_grad)
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_bin", help="binarized corpus with docids (any: counts do not depend on it)")
+    parser.add_argument("--archs", nargs="+", default=list(ARCHS), choices=ARCHS)
+    parser.add_argument("--precision", nargs="+", default=list(PRECISIONS), choices=("fp32", "bf16", "fp16"))
+    parser.add_argument("--optimizers", nargs="+", default=list(OPTIMIZERS), choices=OPTIMIZERS)
+    parser.add_argument("--json", help="write the counts here")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.data_bin):
+        parser.error(f"data_bin: no directory {args.data_bin}")
+    import torch
+
+    torch.manual_seed(1)
+    import fairseq_ctx
+
+    fairseq_ctx.register()
+    rows = []
+    print("| architecture | precision | optimizer | parameter tensors | ops per update | after backward |")
+    print("|---|---|---|---|---|---|")
+    for arch in args.archs:
+        for precision in args.precision:
+            for optimizer in args.optimizers:
+                r = measure(args.data_bin, arch, precision, optimizer)
+                rows.append({"arch": arch, "precision": precision, "optimizer": optimizer, **r})
+                print(f"| {arch} | {precision} | {optimizer} | {r['parameters']} | {r['total']:,} | "
+                      f"{r['after_backward']:,} |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""``--optimizer adam_foreach`` (fairseq_ctx/foreach_optim.py): fairseq's
+numbers in far fewer operations per update; and ``--bf16`` outside training
+with the document task (fairseq_ctx/tasks/half_decoding.py).
+
+The training comparisons run fairseq's own ``Trainer`` twice from the same
+seed, once with ``--optimizer adam`` (fairseq's Adam, ``clip_grad_norm_``,
+``FP16Optimizer`` with its loss scaler) and once with ``adam_foreach``, and
+compare weights, float32 masters, Adam moments, gradient norms and the loss
+scale after 20 updates."""
+import copy
+import importlib.util
+import math
+
+import pytest
+import torch
+
+from tests.utils import REPO, generate_in_process, validate
+
+MAX_DIFF = 1e-6
+UPDATES = 20
+
+# Non-view ATen operations of one training update at the study's size with
+# --optimizer adam_foreach (scripts/update_ops.py; measured values in
+# docs/benchmarks.md), with about 3% of room for fairseq's logging and
+# torch's autograd to differ between versions. fairseq's Adam needs 1,896
+# (fp32) and 2,291 (bf16) for the baseline.
+BUDGET = {
+    "transformer": {"fp32": 785, "bf16": 800},
+    "transformer_ctxsan": {"fp32": 965, "bf16": 995},
+    "transformer_dc": {"fp32": 835, "bf16": 855},
+    "transformer_gret": {"fp32": 1205, "bf16": 1240},
+    "transformer_ctxenc": {"fp32": 2075, "bf16": 2095},
+}
+BASELINE_LIMIT = 900  # the baseline's update, fp32 and bf16 alike
+
+
+def _update_ops():
+    spec = importlib.util.spec_from_file_location("update_ops", REPO / "scripts" / "update_ops.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+# ---------------------------------------------------------------- same numbers as fairseq's
+
+def _train(data_bin, optimizer, precision, device, extra=()):
+    """A trainer after UPDATES updates over the toy corpus (batches of at
+    most 300 tokens, the epoch repeated), and the gradient norms it saw."""
+    update_ops = _update_ops()
+    # --fp16: the scale doubles every 4 updates without overflow; on CPU it
+    # starts low enough never to overflow (fairseq's trainer handles an
+    # overflow with torch.tensor(0.0).cuda()), on CUDA high enough to
+    argv = update_ops.trainer_args(data_bin, "transformer", precision, optimizer, extra=[
+        "--max-tokens", "300", "--fp16-init-scale", "8" if device == "cpu" else "65536",
+        "--fp16-scale-window", "4", *extra])
+    if device == "cuda":
+        argv.remove("--cpu")
+        if precision == "fp16":
+            argv.remove("--fp16-no-flatten-grads")  # the flat float32 masters: CUDA only
+    torch.manual_seed(1)
+    trainer, _ = update_ops.build_trainer(argv)
+    norms = []
+    clip = trainer.clip_grad_norm
+    trainer.clip_grad_norm = lambda max_norm: norms.append(clip(max_norm)) or norms[-1]
+    done = 0
+    while done < UPDATES:
+        itr = trainer.task.get_batch_iterator(
+            dataset=trainer.task.dataset("train"), max_tokens=300, max_positions=(1024, 1024),
+            required_batch_size_multiple=1, seed=1).next_epoch_itr(shuffle=False)
+        for sample in itr:
+            if done == UPDATES:
+                break
+            trainer.train_step([sample])
+            done += 1
+    return trainer, [float(n) for n in norms]
+
+
+def _state(trainer):
+    """Model weights, float32 masters and Adam moments, in parameter order."""
+    opt = trainer.optimizer
+    out = {f"model.{n}": p.detach().float().cpu() for n, p in trainer.model.named_parameters()}
+    masters = getattr(opt, "fp32_params", None)
+    if masters is not None:
+        masters = list(masters.values()) if isinstance(masters, dict) else masters
+        out.update({f"master.{i}": p.detach().cpu() for i, p in enumerate(masters)})
+    for i, p in enumerate(opt.optimizer.param_groups[0]["params"]):
+        state = opt.optimizer.state[p]
+        out[f"exp_avg.{i}"] = state["exp_avg"].cpu()
+        out[f"exp_avg_sq.{i}"] = state["exp_avg_sq"].cpu()
+        out[f"step.{i}"] = torch.tensor(float(state["step"]))
+    return out
+
+
+def _compare(doc_corpus, precision, device, max_diff=MAX_DIFF):
+    data_bin = str(doc_corpus[1])
+    ref, ref_norms = _train(data_bin, "adam", precision, device)
+    new, new_norms = _train(data_bin, "adam_foreach", precision, device)
+    assert type(new.optimizer).__name__ == ("FairseqAdamForeach" if precision == "fp32" else "ForeachFP16Optimizer")
+    assert type(ref.optimizer).__name__ == ("FairseqAdam" if precision == "fp32" else "FP16Optimizer")
+    # the recipe's --clip-norm 1 clips some of these updates (else clipping is not compared)
+    assert max(ref_norms) > 1.0, ref_norms
+    assert len(ref_norms) == len(new_norms) == UPDATES
+    for a, b in zip(ref_norms, new_norms):
+        assert (math.isinf(a) and math.isinf(b)) or abs(a - b) <= max_diff * max(1.0, abs(a)), (ref_norms, new_norms)
+    ref_state, new_state = _state(ref), _state(new)
+    assert ref_state.keys() == new_state.keys()
+    worst = max((ref_state[k] - new_state[k]).abs().max().item() for k in ref_state)
+    assert worst <= max_diff, worst
+    assert ref.get_num_updates() == new.get_num_updates()
+    if precision == "fp16":
+        assert ref.optimizer.scaler.loss_scale == new.optimizer.scaler.loss_scale
+        if device == "cpu":
+            assert ref.optimizer.scaler.loss_scale == 8 * 2 ** (UPDATES // 4)  # it grew at every window
+    return ref_norms
+
+
+def test_twenty_updates_equal_fairseqs_adam_fp32(doc_corpus):
+    _compare(doc_corpus, "fp32", "cpu")
+
+
+def test_twenty_updates_equal_fairseqs_adam_bf16_masters(doc_corpus):
+    """--bf16: fairseq's FP16Optimizer with unflattened float32 masters."""
+    _compare(doc_corpus, "bf16", "cpu")
+
+
+def test_twenty_updates_equal_fairseqs_adam_fp16_loss_scaling(doc_corpus):
+    """--fp16 (per-parameter masters on CPU): fairseq's dynamic loss
+    scaling, the scale growing from 8 to 256 (on CUDA, from 65,536 with
+    overflow skips)."""
+    _compare(doc_corpus, "fp16", "cpu")
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+def test_twenty_updates_equal_fairseqs_adam_on_cuda(doc_corpus, precision):
+    """On CUDA the foreach kernels are multi-tensor kernels, not the
+    per-tensor ones: equal up to rounding (fp16: flat float32 masters)."""
+    _compare(doc_corpus, precision, "cuda", max_diff=1e-5)
+
+
+# ---------------------------------------------------------------- pieces against fairseq's
+
+def test_foreach_adam_equals_fairseqs_adam_step_by_step():
+    """Two groups with their own learning rate and weight decay, amsgrad, a
+    parameter without a gradient in some steps (a step count of its own),
+    bfloat16 parameters (--memory-efficient-bf16's path), and a state
+    loaded from fairseq's Adam."""
+    from fairseq.optim.adam import Adam
+
+    from fairseq_ctx.foreach_optim import ForeachAdam
+
+    def params():
+        g = torch.Generator().manual_seed(0)
+        p = [torch.randn(5, 3, generator=g), torch.randn(7, generator=g), torch.randn(4, 2, generator=g),
+             torch.randn(6, generator=g).bfloat16()]
+        return [torch.nn.Parameter(t) for t in p]
+
+    def groups(ps):
+        return [{"params": ps[:2], "lr": 1e-2, "weight_decay": 0.1},
+                {"params": ps[2:], "lr": 3e-3, "weight_decay": 0.0, "amsgrad": True}]
+
+    ref_p, new_p = params(), params()
+    ref = Adam(groups(ref_p), betas=(0.9, 0.98), eps=1e-8)
+    new = ForeachAdam(groups(new_p), betas=(0.9, 0.98), eps=1e-8)
+    g = torch.Generator().manual_seed(1)
+    for step in range(12):
+        grads = [torch.randn(p.shape, generator=g) * 10 ** -(step % 4) for p in ref_p]
+        for ps in (ref_p, new_p):
+            for i, (p, gr) in enumerate(zip(ps, grads)):
+                p.grad = None if (i == 1 and step % 3 == 1) else gr.to(p.dtype)
+        ref.step()
+        new.step()
+        if step == 5:  # both resume from fairseq's state (copies, as from a checkpoint; torch's
+            # load_state_dict rounds the bfloat16 parameter's moments to its dtype, for both alike)
+            state = ref.state_dict()
+            ref.load_state_dict(copy.deepcopy(state))
+            new.load_state_dict(copy.deepcopy(state))
+    for a, b in zip(ref_p, new_p):
+        assert torch.equal(a, b)
+    for a, b in zip(ref_p, new_p):
+        sa, sb = ref.state[a], new.state[b]
+        assert sa["step"] == sb["step"]
+        for key in sa:
+            if key != "step":
+                assert torch.equal(sa[key], sb[key]), key
+    assert ref.state[ref_p[1]]["step"] == 8 and ref.state[ref_p[0]]["step"] == 12
+
+
+@pytest.mark.parametrize("max_norm", [0.0, 0.5, 1e9])
+def test_clip_grad_norm_equals_fairseqs(max_norm):
+    """The total norm and the clipped gradients, expert gradients included."""
+    from fairseq import utils
+
+    from fairseq_ctx.foreach_optim import clip_grad_norm_
+
+    def params():
+        g = torch.Generator().manual_seed(2)
+        ps = [torch.nn.Parameter(torch.zeros(*s)) for s in ((4, 3), (9,), (2, 2, 2), (5,))]
+        for p in ps:
+            p.grad = torch.randn(p.shape, generator=g)
+        ps[3].expert = True
+        ps.append(torch.nn.Parameter(torch.zeros(3)))  # no gradient
+        return ps
+
+    ref, new = params(), params()
+    ref_norm = utils.clip_grad_norm_(ref, max_norm)
+    new_norm = clip_grad_norm_(new, max_norm)
+    assert torch.equal(ref_norm, new_norm)
+    for a, b in zip(ref, new):
+        assert (a.grad is None and b.grad is None) or torch.equal(a.grad, b.grad)
+    if max_norm == 0.5:
+        assert not torch.equal(ref[0].grad, params()[0].grad)  # it did clip
+
+
+def test_fp16_adam_stats_is_refused_in_one_line():
+    from fairseq_ctx.errors import ConfigError
+    from fairseq_ctx.foreach_optim import FairseqAdamForeach, FairseqAdamForeachConfig
+
+    cfg = FairseqAdamForeachConfig(fp16_adam_stats=True, lr=[1e-3], tpu=False)
+    with pytest.raises(ConfigError, match=r"^--fp16-adam-stats needs apex"):
+        FairseqAdamForeach(cfg, [torch.nn.Parameter(torch.zeros(2))])
+
+
+def test_other_optimizers_keep_fairseqs_fp16_optimizer(doc_corpus):
+    """The FP16Optimizer wrapper changes nothing unless adam_foreach is named."""
+    update_ops = _update_ops()
+    trainer, _ = update_ops.build_trainer(update_ops.trainer_args(str(doc_corpus[1]), "transformer", "bf16", "adam"))
+    from fairseq.optim.fp16_optimizer import FP16Optimizer
+
+    assert type(trainer.optimizer) is FP16Optimizer
+
+
+# ---------------------------------------------------------------- operations per update
+
+@pytest.mark.parametrize("arch", list(BUDGET))
+def test_update_ops_within_budget(arch, doc_corpus):
+    """One update at the study's size (fp32 and bf16) within its budget;
+    the baseline's within BASELINE_LIMIT."""
+    update_ops = _update_ops()
+    for precision, budget in BUDGET[arch].items():
+        r = update_ops.measure(str(doc_corpus[1]), arch, precision, "adam_foreach")
+        assert r["total"] <= budget, (arch, precision, r["total"], r["after_backward"])
+        if arch == "transformer":
+            assert r["total"] <= BASELINE_LIMIT
+        # no per-parameter loop is left after the backward
+        assert r["after_backward"] < r["parameters"], (arch, precision, r["after_backward"])
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+def test_update_launches_on_cuda(doc_corpus, precision):
+    """On CUDA, the update after the backward launches fewer kernels than
+    the model has parameter tensors (the foreach calls take torch's
+    multi-tensor path, not a per-tensor fallback)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    update_ops = _update_ops()
+    argv = update_ops.trainer_args(str(doc_corpus[1]), "transformer", precision, "adam_foreach")
+    argv.remove("--cpu")
+    if precision == "fp16":
+        argv.remove("--fp16-no-flatten-grads")
+    trainer, sample = update_ops.build_trainer(argv)
+    trainer.train_step([sample])
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        trainer.train_step([sample])
+        torch.cuda.synchronize()
+    events = sorted(prof.events(), key=lambda e: e.time_range.start)
+    start = next(e.time_range.start for e in events if e.name == "reduce-grads")
+    launches = [e for e in events if e.name in ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC")
+                and e.time_range.start >= start]
+    n_params = sum(1 for p in trainer.model.parameters() if p.requires_grad)
+    assert len(launches) < n_params, (len(launches), n_params)
+
+
+# ---------------------------------------------------------------- --bf16 outside training
+
+def _hyps(generated):
+    hyps, _ = generated
+    return {i: score for i, (_, score) in hyps.items()}
+
+
+def test_generate_decodes_in_bf16_validate_says_float32(doc_corpus, trained_checkpoint, tmp_path,
+                                                                       caplog):
+    """fairseq-generate --bf16 with the document task casts the model
+    (its scores move by bfloat16 rounding, not more; fairseq-interactive
+    loads its models the same way); fairseq-validate says
+    in one line that it computes in float32 and reports float32's loss."""
+    from fairseq.checkpoint_utils import load_model_ensemble
+    from fairseq import options, tasks
+
+    from fairseq_ctx.architectures import BY_NAME
+    from fairseq_ctx.tasks.half_decoding import CAST, FLOAT32
+    from tests.utils import USER_DIR, _cli_args
+
+    variant = BY_NAME["ctxenc"]
+    ckpt = trained_checkpoint("ctxenc")
+    data_bin = str(doc_corpus[1])
+    task_flags = list(variant.task)
+
+    fp32 = _hyps(generate_in_process(data_bin, ckpt, tmp_path / "fp32", task_flags=task_flags))
+    with caplog.at_level("INFO", logger="fairseq_ctx.tasks.document_translation"):
+        bf16 = _hyps(generate_in_process(data_bin, ckpt, tmp_path / "bf16", task_flags=task_flags,
+                                         extra=["--bf16"]))
+    assert CAST in caplog.text
+    assert fp32.keys() == bf16.keys() == set(range(14))
+    diffs = [abs(fp32[i] - bf16[i]) for i in fp32]
+    assert max(diffs) > 0, "--bf16 decoded in float32"
+
+    # the models fairseq-generate's and fairseq-interactive's loading build for the
+    # command line's task: with --bf16, the float32 weights rounded to bfloat16
+    cfg = _cli_args(options.get_generation_parser(), [
+        data_bin, "--user-dir", USER_DIR, "--path", ckpt, "--cpu", *task_flags])
+    (model32,), _ = load_model_ensemble([str(ckpt)], task=tasks.setup_task(cfg.task))
+    assert {p.dtype for p in model32.parameters()} == {torch.float32}
+    for parser in (options.get_generation_parser(), options.get_interactive_generation_parser()):
+        cfg = _cli_args(parser, [data_bin, "--user-dir", USER_DIR, "--path", ckpt, "--bf16", "--cpu", *task_flags])
+        (model16,), _ = load_model_ensemble([str(ckpt)], task=tasks.setup_task(cfg.task))
+        weights = dict(model16.named_parameters())
+        for name, p in model32.named_parameters():
+            assert weights[name].dtype == torch.bfloat16 and torch.equal(weights[name], p.bfloat16()), name
+
+    loss32, _ = validate(data_bin, ckpt, task_flags=task_flags)
+    loss_bf16, proc = validate(data_bin, ckpt, task_flags=task_flags, extra=["--bf16"])
+    assert loss_bf16 == loss32
+    assert FLOAT32 in proc.stdout + proc.stderr
