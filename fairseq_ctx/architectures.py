@@ -16,11 +16,12 @@ Two lists:
   warnings, hydra, half precision, fixtures, the precision hunt) pick from
   it, by a documented selector such as :func:`one_of_each`; its
   architectures (:func:`grid_archs`) are the models ``fairseq_ctx.models``
-  registers.
+  registers (a test holds the two lists equal).
 
-The valid choices of the options live here too (:data:`CTXSAN_CONTEXT_TYPES`,
-...): the model files import them, so a grid cannot drift from what the
-models accept.
+The valid choices and defaults of the options (:data:`CTXSAN_CONTEXT_TYPES`,
+...) are :mod:`fairseq_ctx.model_options`'s, which the model files import,
+so a grid cannot drift from what the models accept; the catalogue is for
+tests and tools, and no model imports it.
 
 A variant is an ``--arch`` with model flags and task flags (context models
 read the previous sentence through the document task). ``arch`` is the Base
@@ -31,25 +32,30 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-DOC_TASK: Tuple[str, ...] = ("--task", "document_translation", "--context-size", "1")
-
-# 2+2 layers, d=16: two updates take about a second on one CPU core.
-TINY_FLAGS: Tuple[str, ...] = (
-    "--encoder-layers", "2", "--decoder-layers", "2",
-    "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
-    "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
-    "--encoder-attention-heads", "2", "--decoder-attention-heads", "2",
+# the options' choices and defaults, which the models import too; the catalogue
+# re-exports them for its users (tests, tools)
+from fairseq_ctx.data.context_selection import CONTEXT_MODES  # --context-mode (what transformer_ctxenc reads)
+from fairseq_ctx.model_options import (  # noqa: F401
+    CTXSAN_CONTEXT_TYPES,
+    CTXSAN_CONTEXTUALIZE,
+    CTXSAN_DEFAULTS,
+    CTXSAN_SIDES,
+    DC_DEFAULT_KERNEL_SIZE,
+    GRET_ABLATIONS,
+    GRET_DEFAULT_CAPSULES,
+    GRET_ROUTING_SOFTMAX_CHOICES,
+    TINY_DIMS,
 )
 
-# ---------------------------------------------------------------------------
-# the options' choices (the model and task files import these) and defaults
+DOC_TASK: Tuple[str, ...] = ("--task", "document_translation", "--context-size", "1")
 
-# transformer_ctxsan (Yang et al. 2019): --ctxsan-context, --ctxsan-side, --ctxsan-contextualize
-CTXSAN_CONTEXT_TYPES: Tuple[str, ...] = ("global", "deep", "deep-global", "deep-global+deep")
-CTXSAN_SIDES: Tuple[str, ...] = ("encoder", "decoder", "both")
-CTXSAN_CONTEXTUALIZE: Tuple[str, ...] = ("query", "key", "both")
-CTXSAN_DEFAULTS: Mapping[str, str] = {
-    "ctxsan_context": "deep-global+deep", "ctxsan_side": "encoder", "ctxsan_contextualize": "both"}
+# the tiny size (model_options.TINY_DIMS) as flags, for builds without the _tiny preset
+TINY_FLAGS: Tuple[str, ...] = tuple(
+    x for name in ("layers", "embed_dim", "ffn_embed_dim", "attention_heads") for side in ("encoder", "decoder")
+    for x in (f"--{side}-{name.replace('_', '-')}", str(TINY_DIMS[name])))
+
+# ---------------------------------------------------------------------------
+# the grid's values of the options (their choices and defaults: model_options)
 
 # transformer_dc (Ampomah et al. 2021): the side is the pair
 # (--dc-encoder-layers, --dc-decoder-layers), and the preset that sets it
@@ -58,22 +64,14 @@ DC_SIDES: Mapping[str, Tuple[str, str, str]] = {
     "dec": ("none", "all", "transformer_dc_dec"),
     "full": ("all", "all", "transformer_dc_full"),
 }
-DC_DEFAULT_KERNEL_SIZE = 2  # the paper's f (Sect. 5.2 / 7.2)
 # grid values of --dc-kernel-size (any f >= 1 is valid): the paper's 2, an odd
 # window (asymmetric when centred) and a long one
 DC_KERNEL_SIZES: Tuple[int, ...] = (2, 3, 8)
 
-# transformer_gret (Weng et al. 2020)
-GRET_ROUTING_SOFTMAX_CHOICES: Tuple[str, ...] = ("capsules", "positions")
-GRET_DEFAULT_CAPSULES = 32
-# Table 3's ablations; every subset of them is a row of the table
-GRET_ABLATIONS: Tuple[str, ...] = ("gret_no_capsule", "gret_no_aggregation", "gret_no_gate")
+# transformer_gret (Weng et al. 2020): every subset of GRET_ABLATIONS is a row of Table 3;
 # grid values of --gret-capsules besides the default: fewer capsules than the
 # tests' sentences have positions (the default 32 has more)
 GRET_FEW_CAPSULES = 4
-
-# --task document_translation --context-mode (what transformer_ctxenc reads)
-CONTEXT_MODES: Tuple[str, ...] = ("previous", "next", "random")
 
 
 @dataclass(frozen=True)

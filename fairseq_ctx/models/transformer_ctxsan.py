@@ -46,7 +46,8 @@ from fairseq.models.transformer.transformer_legacy import (
 )
 from torch import Tensor
 
-from fairseq_ctx.architectures import CTXSAN_SIDES as SIDES
+from fairseq_ctx.model_options import CTXSAN_DEFAULTS
+from fairseq_ctx.model_options import CTXSAN_SIDES as SIDES
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.ctxsan_attention import (
     CONTEXT_TYPES,
@@ -239,9 +240,8 @@ class TransformerCtxSanModel(TransformerModel):
 
 
 def _ctxsan_defaults(args):
-    args.ctxsan_context = getattr(args, "ctxsan_context", None) or "deep-global+deep"
-    args.ctxsan_side = getattr(args, "ctxsan_side", None) or "encoder"
-    args.ctxsan_contextualize = getattr(args, "ctxsan_contextualize", None) or "both"
+    for key, default in CTXSAN_DEFAULTS.items():
+        setattr(args, key, getattr(args, key, None) or default)
 
 
 @register_base_architecture("transformer_ctxsan")

@@ -43,6 +43,7 @@ from fairseq.models.transformer.transformer_legacy import (
 )
 
 from fairseq_ctx.errors import ConfigError
+from fairseq_ctx.model_options import DC_DEFAULT_KERNEL_SIZE
 from fairseq_ctx.models.layer_wrapping import wrap_layer
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.dual_contextual_layer import DualContextualDecoderLayer, DualContextualEncoderLayer
@@ -209,7 +210,7 @@ class TransformerDCModel(TransformerModel):
 # architectures
 # ---------------------------------------------------------------------------
 def _dc_defaults(args, enc="all", dec="none"):
-    args.dc_kernel_size = getattr(args, "dc_kernel_size", 2)
+    args.dc_kernel_size = getattr(args, "dc_kernel_size", DC_DEFAULT_KERNEL_SIZE)
     args.dc_encoder_layers = getattr(args, "dc_encoder_layers", enc)
     args.dc_decoder_layers = getattr(args, "dc_decoder_layers", dec)
 

@@ -83,6 +83,7 @@ from fairseq_ctx.models.model_config import (
     unset,
 )
 from fairseq_ctx.models.presets import tiny_dims
+from fairseq_ctx.model_options import GRET_DEFAULT_CAPSULES
 from fairseq_ctx.modules.gret_capsule_routing import ROUTING_SOFTMAX_CHOICES
 from fairseq_ctx.modules.gret_context_gate import ContextGate
 from fairseq_ctx.modules.future_mask import BoolFutureMask
@@ -296,9 +297,9 @@ def warm_start_from_checkpoint(model, path):
 
 
 def _gret_defaults(args):
-    args.gret_capsules = getattr(args, "gret_capsules", 32)
+    args.gret_capsules = getattr(args, "gret_capsules", GRET_DEFAULT_CAPSULES)
     args.gret_routing_iters = getattr(args, "gret_routing_iters", 3)
-    args.gret_routing_softmax = getattr(args, "gret_routing_softmax", "capsules")
+    args.gret_routing_softmax = getattr(args, "gret_routing_softmax", ROUTING_SOFTMAX_CHOICES[0])
     args.gret_no_capsule = getattr(args, "gret_no_capsule", False)
     args.gret_no_aggregation = getattr(args, "gret_no_aggregation", False)
     args.gret_no_gate = getattr(args, "gret_no_gate", False)

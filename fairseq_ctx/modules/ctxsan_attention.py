@@ -52,9 +52,9 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
-# the choices of --ctxsan-context and --ctxsan-contextualize live beside the option grid (torch-free)
-from fairseq_ctx.architectures import CTXSAN_CONTEXT_TYPES as CONTEXT_TYPES
-from fairseq_ctx.architectures import CTXSAN_CONTEXTUALIZE as CONTEXTUALIZE
+# the choices of --ctxsan-context and --ctxsan-contextualize (written once, torch-free)
+from fairseq_ctx.model_options import CTXSAN_CONTEXT_TYPES as CONTEXT_TYPES
+from fairseq_ctx.model_options import CTXSAN_CONTEXTUALIZE as CONTEXTUALIZE
 
 from .fused_attention import attend_mask, attention
 from .incremental_cache import append_keys_values, reorder_cache

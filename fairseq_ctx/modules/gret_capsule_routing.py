@@ -47,8 +47,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# the choices of --gret-routing-softmax live beside the option grid (torch-free)
-from fairseq_ctx.architectures import GRET_ROUTING_SOFTMAX_CHOICES as ROUTING_SOFTMAX_CHOICES
+# the choices of --gret-routing-softmax (written once, torch-free)
+from fairseq_ctx.model_options import GRET_ROUTING_SOFTMAX_CHOICES as ROUTING_SOFTMAX_CHOICES
 
 
 def squash(t, dim: int = -1, eps: float = 1e-9):
