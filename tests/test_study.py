@@ -311,6 +311,28 @@ def test_a_finished_run_of_another_budget_is_refused(tmp_path):
     assert is_trained(str(tmp_path), run, STUDY)
 
 
+def test_concatenation_at_the_baselines_sentence_pairs(tmp_path):
+    """concat-equal-data's budget is the study's scaled by concatenation's
+    epoch length over the baseline's (a multiple of budget/20 so that the
+    averaged window is saved); it waits until both have an epoch."""
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import settings_of, train
+
+    run = by_name(["concat-equal-data"])[0]
+    assert run.flags == by_name(["concat"])[0].flags and run.uses_context
+    lines = []
+    assert train(run, "no-data", "no-user-dir", str(tmp_path), lines.append, STUDY) is False
+    assert lines == ["[study] concat-equal-data: its budget is the study's scaled by the epoch lengths of concat and "
+                     "transformer; concat has not finished an epoch yet: waits"]
+    for name, length in (("concat", 468), ("transformer", 263)):
+        logs = tmp_path / name / "logs"
+        logs.mkdir(parents=True)
+        (logs / "epoch-001.log").write_text(_valid(1, 7.0, length) + _end(1))
+    got = settings_of(run, STUDY, str(tmp_path))
+    assert got.budget == 7120 and got.save_every == 356 and 4000 * 468 / 263 == pytest.approx(7117.9, abs=0.1)
+    assert settings_of(by_name(["concat"])[0], STUDY, str(tmp_path)).budget == 4000
+
+
 def test_record_status(tmp_path):
     """A run is 'not started' without a finished epoch, 'training' with one."""
     from types import SimpleNamespace
@@ -494,6 +516,68 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert after["runs"] == before["runs"]
     assert after["bleu_by_length"] == before["bleu_by_length"]
     assert after["bootstrap_signature"] == before["bootstrap_signature"]
+
+    # the GPU runbook's study call, rehearsed on CPU: a deadline that cuts
+    # the next run; what finished stays evaluated, the cut run resumes later
+    # (its first epoch's log is there, no train.done), and the results,
+    # translations, usage reports and every run's train.done and logs are
+    # copied to OUT
+    result_dir = tmp_path / "gpu-out"
+    env = dict(os.environ, OMP_NUM_THREADS="1", JOBS="1", EVAL_RESERVE_S="0", OUT=str(result_dir),
+               STUDY_OUT=str(out), STUDY_RESULTS=str(results))
+    restored = _study(data, out, results, "--runs", "transformer", "concat", "--stage", "all")
+    assert restored.returncode == 0, restored.stderr[-3000:]
+    start = time.time()
+    cut = subprocess.run(["bash", "scripts/gpu-study.sh", "1", "--device", "cpu", "--smoke", "--data", str(data),
+                          "--runs", "transformer", "concat", "transformer-wide"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert cut.returncode == 0, cut.stdout[-3000:] + cut.stderr[-3000:]
+    assert "[study] deadline: transformer-wide: stopped at the deadline" in cut.stdout
+    assert time.time() - start < 120
+    assert (out / "transformer-wide" / "logs" / "epoch-001.log").exists()
+    assert not (out / "transformer-wide" / "train.done").exists()
+    final = {r["name"]: r for r in json.loads(results.read_text())["runs"]}
+    assert final["transformer"]["bleu"] == by_name["transformer"]["bleu"]
+    assert final["transformer-wide"]["status"] == "not started" and "bleu" not in final["transformer-wide"]
+    copied = json.loads((result_dir / "study" / results.name).read_text())
+    assert copied["runs"] == json.loads(results.read_text())["runs"]
+    assert (result_dir / "study" / "study" / "usage" / "concat.json").exists()
+    assert json.loads((result_dir / "study" / "runs" / "concat" / "train.done").read_text())["budget"] == SMOKE.budget
+    assert (result_dir / "study" / "runs" / "transformer-wide" / "logs" / "epoch-001.log").exists()
+
+
+def test_a_deadline_stops_training_and_starts_nothing_after_it(tmp_path):
+    """The process in training is stopped at the deadline (not waited for),
+    and no run starts once it has passed."""
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import DeadlineReached, _run_until, train
+
+    start = time.time()
+    with open(tmp_path / "log", "w") as log, pytest.raises(DeadlineReached):
+        _run_until([sys.executable, "-c", "import time; time.sleep(60)"], log, time.time() + 1)
+    assert time.time() - start < 30
+    assert _run_until([sys.executable, "-c", "pass"], open(tmp_path / "log", "w"), time.time() + 60) == 0
+    run = by_name(["transformer"])[0]
+    with pytest.raises(DeadlineReached, match="transformer: not continued, the deadline passed"):
+        train(run, "no-data", "no-user-dir", str(tmp_path), print, SMOKE, deadline=time.time() - 1)
+    assert not (tmp_path / run.name / "logs").exists() or not any((tmp_path / run.name / "logs").iterdir())
+
+
+def test_cuda_asked_and_not_visible_fails_in_one_line(tmp_path, capsys, monkeypatch):
+    """--device cuda never trains silently on the CPU."""
+    import torch
+
+    from fairseq_ctx.study.__main__ import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    data = tmp_path / "bible"
+    (data / "bin").mkdir(parents=True)
+    (data / "spm").mkdir()
+    (data / "bin" / "dict.es.txt").write_text("")
+    (data / "spm" / "spm.model").write_text("")
+    with pytest.raises(SystemExit) as e:
+        main(["--data", str(data), "--device", "cuda", "--out", str(tmp_path / "out")])
+    assert str(e.value).startswith("fairseq_ctx: error: --device cuda: no CUDA device is visible")
 
 
 def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):

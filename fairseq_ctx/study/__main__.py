@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from dataclasses import replace
 
 from fairseq_ctx.study import runs as study_runs
@@ -42,6 +43,10 @@ def parse_args(argv=None):
     p.add_argument("--jobs", type=int, default=1,
                    help="runs trained at once, each in a process of its own (e.g. several on one GPU; the "
                         "run locks keep two processes off one run)")
+    p.add_argument("--deadline", type=float, metavar="SECONDS",
+                   help="stop training this many seconds from now: the run in training is stopped (it resumes "
+                        "with the same command), none is started after it, and what finished is evaluated")
+    p.add_argument("--evaluate-each", action="store_true", help=argparse.SUPPRESS)  # set for --jobs' children
     p.add_argument("--pilot", action="store_true",
                    help="train the pilot that chooses the budget: the baseline at 1000, 2000, 4000, ... updates, "
                         "shortest first, until doubling a budget improves the final validation loss by less than "
@@ -56,9 +61,25 @@ def echo(line: str):
 
 
 def train_all(opts, selected, bin_dir, user_dir):
-    waiting = [run for run in selected if not train(run, bin_dir, user_dir, opts.out, echo, opts.settings)]
-    for run in waiting:  # warm starts whose source finished later in this pass
-        train(run, bin_dir, user_dir, opts.out, echo, opts.settings)
+    """Train ``selected`` in order; with ``--evaluate-each``, evaluate each
+    run as soon as it has trained (its outputs only: the results file is
+    written once, by the process that started the jobs).  Stops at the
+    deadline: the run in training resumes with the same command later."""
+    from fairseq_ctx.study.train import DeadlineReached
+
+    def one(run):
+        ok = train(run, bin_dir, user_dir, opts.out, echo, opts.settings, opts.deadline_at)
+        if ok and opts.evaluate_each:
+            echo(f"[study] {run.name}: evaluating")
+            evaluate_run(opts, run, {}, bin_dir, user_dir, read_refs(opts), fig_dir_of(opts))
+        return ok
+
+    try:
+        waiting = [run for run in selected if not one(run)]
+        for run in waiting:  # warm starts whose source finished later in this pass
+            one(run)
+    except DeadlineReached as e:
+        echo(f"[study] deadline: {e}")
 
 
 def run_pilot(opts, selected, bin_dir, user_dir):
@@ -88,19 +109,22 @@ def run_pilot(opts, selected, bin_dir, user_dir):
         echo(f"[pilot] written: {path}")
 
 
-def train_in_parallel(argv, jobs: int):
+def train_in_parallel(argv, jobs: int, evaluate_each: bool) -> list:
     """``jobs`` training processes of this same command (one job each):
     each walks the run list in order and skips a run another one holds, so
-    the first ``jobs`` runs train at once and the next start as they end."""
+    the first ``jobs`` runs train at once and the next start as they end.
+    Returns their exit codes."""
     import subprocess
 
     argv = [a for i, a in enumerate(argv) if a != "--jobs" and (i == 0 or argv[i - 1] != "--jobs")]
     argv = [a for a in argv if not a.startswith("--jobs=")]
-    cmd = [sys.executable, "-m", "fairseq_ctx.study", *argv, "--stage", "train", "--jobs", "1"]
+    argv = [a for i, a in enumerate(argv) if a != "--stage" and (i == 0 or argv[i - 1] != "--stage")]
+    argv = [a for a in argv if not a.startswith("--stage=")]
+    # each job evaluates its runs as they finish when the whole study was asked for
+    cmd = [sys.executable, "-m", "fairseq_ctx.study", *argv, "--stage", "train", "--jobs", "1",
+           *(["--evaluate-each"] if evaluate_each else [])]
     procs = [subprocess.Popen(cmd) for _ in range(jobs)]
-    codes = [p.wait() for p in procs]
-    if any(codes):
-        raise StudyError(f"a training process failed (exit codes {codes})")
+    return [p.wait() for p in procs]
 
 
 def base_record(opts, run) -> dict:
@@ -162,6 +186,19 @@ def evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir) -> list:
     return dec["hyps"]
 
 
+def read_refs(opts) -> list:
+    with open(os.path.join(opts.data, "raw", "test.en"), encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def fig_dir_of(opts) -> str:
+    """Where the figures, kept translations and usage reports go: the
+    results file's name without .json."""
+    path = os.path.splitext(opts.results)[0]
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 def evaluate_all(opts, selected, bin_dir, user_dir):
     import logging
 
@@ -169,11 +206,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
 
     # importing fairseq leaves the root logger at DEBUG; matplotlib would list every font it tries
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    raw = os.path.join(opts.data, "raw")
-    with open(os.path.join(raw, "test.en"), encoding="utf-8") as f:
-        refs = [line.rstrip("\n") for line in f]
-    fig_dir = os.path.splitext(opts.results)[0]
-    os.makedirs(fig_dir, exist_ok=True)
+    refs, fig_dir = read_refs(opts), fig_dir_of(opts)
 
     records, hyps = [], {}
     previous_extra, previous_runs = report.read(opts.results)
@@ -240,6 +273,12 @@ def main(argv=None):
     opts.settings = replace(study_runs.SMOKE if opts.smoke else study_runs.STUDY, device=opts.device)
     if opts.jobs < 1:
         sys.exit(f"{ERROR_PREFIX}--jobs must be at least 1")
+    if opts.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():  # never train silently on the CPU instead
+            sys.exit(f"{ERROR_PREFIX}--device cuda: no CUDA device is visible to torch {torch.__version__}")
+    opts.deadline_at = None if opts.deadline is None else time.time() + opts.deadline
     try:
         if opts.pilot:  # the pilot chose the budget on the whole training split
             return run_pilot(opts, selected, bin_dir, user_dir)
@@ -252,13 +291,17 @@ def main(argv=None):
         except study_data.StudyDataError as e:
             raise StudyError(str(e)) from None
         bin_dir = study_data.bin_dir(opts.study_dir)
+        codes = []
         if opts.stage in ("train", "all"):
             if opts.jobs > 1:
-                train_in_parallel(argv if argv is not None else sys.argv[1:], opts.jobs)
+                codes = train_in_parallel(argv if argv is not None else sys.argv[1:], opts.jobs, opts.stage == "all")
             else:
                 train_all(opts, selected, bin_dir, user_dir)
         if opts.stage in ("evaluate", "all"):
+            # what finished is evaluated even when a training process failed
             evaluate_all(opts, selected, bin_dir, user_dir)
+        if any(codes):
+            raise StudyError(f"a training process failed (exit codes {codes}); what finished is evaluated")
     except StudyError as e:
         sys.exit(f"{ERROR_PREFIX}{e}")
 

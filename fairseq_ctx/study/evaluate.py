@@ -49,7 +49,7 @@ def final_checkpoints(out: str, run: Run, settings: Settings) -> List[str]:
     (fairseq saves an update that ends an epoch only as the latter; its
     update count is the epoch's in the logs).  Raises StudyError naming the
     updates no file holds."""
-    settings = settings_of(run, settings)
+    settings = settings_of(run, settings, out)
     wanted = [settings.budget - k * settings.save_every for k in reversed(range(settings.average))]
     updates_of_epoch = {h["epoch"]: h["updates"] for h in history(out, run)}
     found = {}

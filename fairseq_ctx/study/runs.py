@@ -37,7 +37,7 @@ baseline's weights, and paired comparisons decode the same data.
 """
 import re
 from dataclasses import dataclass, field, replace
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from fairseq_ctx_prep.files import ERROR_PREFIX  # every tool's (docs/errors.md)
 
@@ -137,6 +137,11 @@ class Run:
     budget: Optional[int] = None
     # model flags for training only (the checkpoint keeps them for decoding)
     model_flags: List[str] = field(default_factory=list)
+    # (a run batched like this one, a reference run): this run's budget is
+    # the study's times the first's epoch length over the second's, so that
+    # it sees as many sentence pairs as the reference (both epochs cover the
+    # whole training split once)
+    budget_from: Optional[Tuple[str, str]] = None
 
     @property
     def task_flags(self) -> List[str]:
@@ -167,7 +172,12 @@ RUNS = [run for seed in SEEDS for run in (
 )] + [
     Run("transformer_ctxenc_random", "transformer_ctxenc", flags=["--context-mode", "random"],
         uses_context=True, label="Context encoder, random context"),
-    Run("concat", "transformer", flags=["--concat-context"], uses_context=True, label="Concatenation"),
+    Run("concat", "transformer", flags=["--concat-context"], uses_context=True,
+        label="Concatenation, at equal updates"),
+    # the glued source counts in --max-tokens: at equal updates concatenation
+    # sees fewer sentence pairs than the baseline; this run sees as many
+    Run("concat-equal-data", "transformer", flags=["--concat-context"], uses_context=True,
+        budget_from=("concat", "transformer"), label="Concatenation, at the baseline's sentence pairs"),
     Run("transformer_gret", "transformer_gret", warm_start="transformer", control="transformer-continued",
         label="GRET (Weng), warm start"),
     # GRET's control: the baseline trained on from its final checkpoint with

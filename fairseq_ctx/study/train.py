@@ -86,9 +86,27 @@ def history(out: str, run: Run) -> List[Dict]:
     return out_rows
 
 
-def settings_of(run: Run, settings: Settings = STUDY) -> Settings:
-    """The settings ``run`` trains with: the study's, at its own budget if it has one (the pilot)."""
-    return settings.with_budget(run.budget) if run.budget else settings
+def settings_of(run: Run, settings: Settings = STUDY, out: Optional[str] = None) -> Settings:
+    """The settings ``run`` trains with: the study's, at its own budget if it
+    has one (the pilot's, ``RUN@N``), or at the budget that gives it as many
+    sentence pairs as the run it is matched to (``budget_from``, read from
+    the first epochs of the two runs under ``out``; StudyError while one of
+    them has not finished its first epoch)."""
+    if run.budget:
+        return settings.with_budget(run.budget)
+    if run.budget_from:
+        same_batches, reference = run.budget_from
+        lengths = []
+        for name in (same_batches, reference):
+            hist = history(out, Run(name, "")) if out else []
+            if not hist:
+                raise StudyError(f"{run.name}: its budget is the study's scaled by the epoch lengths of {same_batches} "
+                                 f"and {reference}; {name} has not finished an epoch yet")
+            lengths.append(hist[0]["updates"])
+        # a multiple of ``saves``: the averaged window's updates are then saved
+        budget = round(settings.budget * lengths[0] / lengths[1] / settings.saves) * settings.saves
+        return settings.with_budget(budget)
+    return settings
 
 
 def should_stop(hist: List[Dict], settings: Settings = STUDY) -> str:
@@ -120,7 +138,7 @@ def is_trained(out: str, run: Run, settings: Optional[Settings] = None) -> bool:
     if not os.path.exists(done_marker(out, run)):
         return False
     if settings is not None:
-        want = settings_of(run, settings).budget
+        want = settings_of(run, settings, out).budget
         with open(done_marker(out, run)) as f:
             got = json.load(f).get("budget")
         if got != want:
@@ -164,7 +182,7 @@ def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
     cmd = [sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", user_dir, "--arch", run.arch,
            *settings.size, *settings.recipe, *settings.schedule(), *run.task_flags, *run.model_flags, "--seed", str(run.seed),
            *(["--cpu"] if settings.device == "cpu" else []),
-           "--save-dir", run_dir(out, run), "--max-epoch", str(epoch)]
+           "--save-dir", run_dir(out, run), "--max-epoch", str(epoch)]  # 0: no epoch limit (fairseq)
     if run.warm_start:
         # GRET builds its new modules around the source's weights; a run of the
         # source's own architecture starts from them with fairseq's fine-tuning
@@ -175,7 +193,13 @@ def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
     return cmd
 
 
-def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings: Settings = STUDY) -> bool:
+class DeadlineReached(StudyError):
+    """The study's --deadline passed: the run in training was stopped (it
+    resumes with the same command) and no run is started after it."""
+
+
+def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings: Settings = STUDY,
+          deadline: Optional[float] = None) -> bool:
     """Train ``run`` until the stopping rule holds.  Returns False when it
     cannot start yet (its warm start is not trained) or another study process
     is training it: two processes (one per core, e.g. with ``--runs`` in
@@ -191,12 +215,35 @@ def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings:
         lock.close()
         return False
     try:
-        return _train_locked(run, bin_dir, user_dir, out, echo, settings_of(run, settings))
+        try:
+            own = settings_of(run, settings, out)
+        except StudyError as e:  # matched to runs that have not trained yet
+            echo(f"[study] {e}: waits")
+            return False
+        return _train_locked(run, bin_dir, user_dir, out, echo, own, deadline)
     finally:
         lock.close()  # releases the lock
 
 
-def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, settings: Settings) -> bool:
+def _run_until(cmd: List[str], log, deadline: Optional[float]) -> int:
+    """Run ``cmd`` to its end, or stop it at ``deadline`` (time.time()) and
+    raise DeadlineReached; fairseq's last checkpoint stays, so the run
+    resumes from it with the same command."""
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env())
+    try:
+        return proc.wait(timeout=None if deadline is None else max(0.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise DeadlineReached("the deadline passed") from None
+
+
+def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, settings: Settings,
+                  deadline: Optional[float] = None) -> bool:
     if is_trained(out, run):  # finished by another process while we waited
         return True
     if run.warm_start:
@@ -222,14 +269,24 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
             echo(f"[study] {run.name}: trained, {reason}; {record['updates']} updates, best valid loss "
                  f"{record['best_valid_loss']:.3f}, {record['train_seconds'] / 60:.1f} CPU min")
             return True
+        if deadline is not None and time.time() >= deadline:
+            raise DeadlineReached(f"{run.name}: not continued, the deadline passed")
         epoch = len(hist) + 1
-        cmd = train_command(bin_dir, user_dir, out, run, epoch, settings)
+        # on CPU one fairseq process per epoch (an interruption loses at most
+        # that epoch); on a GPU one process for the whole run: a restart
+        # costs seconds there, as much as an epoch of the study's model
+        cmd = train_command(bin_dir, user_dir, out, run, epoch if settings.device == "cpu" else 0, settings)
         path = log_path(out, run, epoch)
-        echo(f"[study] {run.name}: epoch {epoch} (log {path})")
+        echo(f"[study] {run.name}: epoch {epoch}{'' if settings.device == 'cpu' else ' to the end'} (log {path})")
         start = time.time()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with open(path, "w") as log:
-            code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env())
+            try:
+                code = _run_until(cmd, log, deadline)
+            except DeadlineReached:
+                raise DeadlineReached(f"{run.name}: stopped at the deadline after "
+                                      f"{(history(out, run) or [{'updates': 0}])[-1]['updates']} updates "
+                                      f"(resumes with the same command)") from None
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if code != 0:
@@ -242,8 +299,9 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
         with open(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.seconds"), "w") as f:
             f.write(f"{time.time() - start:.1f}")
         h = history(out, run)[-1]
-        echo(f"[study] {run.name}: epoch {epoch}: {h['updates']} updates, valid loss {h['valid_loss']:.3f}, "
-             f"{h['train_seconds'] / 60:.1f} CPU min so far")
+        done = h["updates"] - (hist[-1]["updates"] if hist else 0)
+        echo(f"[study] {run.name}: epoch {h['epoch']}: {h['updates']} updates, valid loss {h['valid_loss']:.3f}, "
+             f"{h['train_seconds'] / 60:.1f} CPU min so far, {done / max(time.time() - start, 1e-9):.2f} updates/s")
 
 
 def pilot_choice(out: str) -> Tuple[Optional[int], List[Dict]]:

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The study's remaining runs on one GPU until a deadline, in whole runs:
+#
+#   bash scripts/gpu-study.sh DEADLINE_S [ARGS...]
+#
+# Trains with `python3 -m fairseq_ctx.study --device cuda --jobs JOBS` (one
+# fairseq process per run, JOBS runs sharing the GPU; each job evaluates its
+# runs as they finish) until DEADLINE_S seconds from now less EVAL_RESERVE_S
+# (default 90: the last evaluations and the results file), then stops the
+# runs still training (they resume with the same command on a machine that
+# keeps runs/study) and evaluates what finished. ARGS go to the study (e.g.
+# --runs ..., --device cpu --smoke for a rehearsal). JOBS defaults to 6.
+# With OUT set (the run tool's result folder), the results file, its
+# figures, translations and usage reports, and every run's train.done and
+# logs are copied there as they are when the script ends.
+#
+# The study needs data/bible/study (built here by the first study command:
+# carry it), data/bible/bin/dict.es.txt, data/bible/spm/{spm.model,test.es}
+# and data/bible/raw/test.en.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+die() { echo "fairseq_ctx: error: $*" >&2; exit 2; }
+DEADLINE=${1:-}
+[[ "$DEADLINE" =~ ^[0-9]+$ ]] || die "gpu-study.sh DEADLINE_S [ARGS...]: DEADLINE_S (whole seconds) is missing"
+shift
+RESERVE=${EVAL_RESERVE_S:-90}
+TRAIN_S=$(( DEADLINE > RESERVE ? DEADLINE - RESERVE : 1 ))
+DEVICE_ARGS=(--device cuda)
+for a in "$@"; do [ "$a" = "--device" ] && DEVICE_ARGS=(); done
+RESULTS=${STUDY_RESULTS:-benchmarks/study-bible-budget.json}
+RUNS_DIR=${STUDY_OUT:-runs/study}
+
+python3 -m fairseq_ctx.study "${DEVICE_ARGS[@]}" --jobs "${JOBS:-6}" --deadline "$TRAIN_S" --stage all \
+  --out "$RUNS_DIR" --results "$RESULTS" "$@"
+code=$?
+
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT/study"
+  [ -f "$RESULTS" ] && cp "$RESULTS" "$OUT/study/"
+  [ -d "${RESULTS%.json}" ] && cp -r "${RESULTS%.json}" "$OUT/study/"
+  for run in "$RUNS_DIR"/*/; do
+    [ -d "$run/logs" ] || continue
+    name=$(basename "$run")
+    mkdir -p "$OUT/study/runs/$name"
+    cp -r "$run/logs" "$OUT/study/runs/$name/"
+    [ -f "$run/train.done" ] && cp "$run/train.done" "$OUT/study/runs/$name/"
+  done
+fi
+exit $code
