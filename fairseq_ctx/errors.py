@@ -12,7 +12,10 @@ catches those keeps working.
 """
 import sys
 
-from fairseq_ctx_prep.files import ERROR_PREFIX  # "fairseq_ctx: error: ", every tool's (docs/errors.md)
+# every tool's (docs/errors.md); fairseq_ctx_prep, the torch-free preparation
+# package, writes the same prefix (tests/test_docs.py holds the two equal):
+# the plugin imports nothing from it, so a --user-dir copy stands alone
+ERROR_PREFIX = "fairseq_ctx: error: "
 
 
 class FairseqCtxError(Exception):

@@ -482,3 +482,21 @@ def test_matching_is_strict():
     assert not _matches("valid has N sentence pairs", "valid has 7 pairs")
     assert not _matches(ERROR_PREFIX + "cannot read checkpoint ...", "other: error: cannot read checkpoint a")
     assert not _matches("refusing to load checkpoint ...", ERROR_PREFIX + "cannot read checkpoint a")
+
+
+def test_the_plugin_and_the_preparation_package_share_the_error_prefix_without_importing_each_other():
+    """One prefix for every tool; the plugin (what --user-dir loads, every
+    model, the task, the study) never imports fairseq_ctx_prep, so a copy of
+    fairseq_ctx stands alone."""
+    import subprocess
+    import sys
+
+    from fairseq_ctx.errors import ERROR_PREFIX as plugin
+
+    assert plugin == ERROR_PREFIX == "fairseq_ctx: error: "
+    code = ("import sys, fairseq_ctx, fairseq_ctx.models, fairseq_ctx.tasks.document_translation, "
+            "fairseq_ctx.study.__main__, fairseq_ctx.study.data, fairseq_ctx.translate, fairseq_ctx.context_usage; "
+            "print(sorted(m for m in sys.modules if m.startswith('fairseq_ctx_prep')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -21,7 +21,7 @@ from dataclasses import replace
 from fairseq_ctx.study import runs as study_runs
 from fairseq_ctx.study.report import family
 from fairseq_ctx.study.train import StudyError, done_marker, history, is_trained, params_from_logs, train
-from fairseq_ctx_prep.files import ERROR_PREFIX  # every tool's (docs/errors.md)
+from fairseq_ctx.errors import ERROR_PREFIX  # every tool's (docs/errors.md)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

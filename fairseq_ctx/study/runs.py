@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import List, Optional, Tuple
 
-from fairseq_ctx_prep.files import ERROR_PREFIX  # every tool's (docs/errors.md)
+from fairseq_ctx.errors import ERROR_PREFIX  # every tool's (docs/errors.md)
 
 SIZE = [
     "--encoder-layers", "3", "--decoder-layers", "3",
