@@ -105,15 +105,3 @@ def generator_max_len(generator, src_tokens: torch.Tensor) -> Optional[int]:
         return None
     max_len = int(a * src_tokens.size(1) + b)
     return min(max_len, int(limit) - 1) if limit is not None else max_len
-
-
-def generator_max_len(generator, src_tokens: torch.Tensor) -> Optional[int]:
-    """The output length limit fairseq's ``SequenceGenerator`` sets for a
-    batch: ``min(max_len_a * T_src + max_len_b, model positions - 1)``
-    (``None`` for a generator without these attributes or with
-    ``--match-source-len``)."""
-    a, b, limit = (getattr(generator, k, None) for k in ("max_len_a", "max_len_b", "max_len"))
-    if a is None or b is None or getattr(generator, "match_source_len", False):
-        return None
-    max_len = int(a * src_tokens.size(1) + b)
-    return min(max_len, int(limit) - 1) if limit is not None else max_len
