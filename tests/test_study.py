@@ -311,6 +311,25 @@ def test_a_finished_run_of_another_budget_is_refused(tmp_path):
     assert is_trained(str(tmp_path), run, STUDY)
 
 
+def test_on_a_gpu_the_recipe_uses_the_foreach_adam():
+    """The same recipe, with fairseq's Adam as foreach kernels on CUDA
+    (equal numbers, tests/test_foreach_optim.py) and fairseq's own on CPU."""
+    from dataclasses import replace
+
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import train_command
+
+    run = by_name(["transformer"])[0]
+    cpu = train_command("bin", "user", "out", run, 1, STUDY)
+    gpu = train_command("bin", "user", "out", run, 0, replace(STUDY, device="cuda"))
+    assert cpu[cpu.index("--optimizer") + 1] == "adam" and "--cpu" in cpu
+    assert gpu[gpu.index("--optimizer") + 1] == "adam_foreach" and "--cpu" not in gpu
+    assert gpu[gpu.index("--max-epoch") + 1] == "0"  # one process for the whole run
+    want = [a for a in cpu if a != "--cpu"]
+    want[want.index("--optimizer") + 1], want[want.index("--max-epoch") + 1] = "adam_foreach", "0"
+    assert want == gpu
+
+
 def test_concatenation_at_the_baselines_sentence_pairs(tmp_path):
     """concat-equal-data's budget is the study's scaled by concatenation's
     epoch length over the baseline's (a multiple of budget/20 so that the

@@ -177,10 +177,27 @@ def params_from_logs(out: str, run: Run) -> int:
     return 0
 
 
+def recipe_on(settings: Settings) -> List[str]:
+    """The recipe's flags on ``settings.device``: on a GPU Adam is
+    ``adam_foreach`` (fairseq_ctx.foreach_optim: fairseq's Adam, clipping and
+    masters as a few foreach kernels, equal to ``adam`` within 1e-6, where
+    fairseq's per-parameter loops would make the study's small model
+    launch-bound); on CPU fairseq's own ``adam`` (the same numbers, and the
+    runs begun under it resume: fairseq refuses a checkpoint's optimizer
+    state under another optimizer name)."""
+    recipe = list(settings.recipe)
+    if settings.device != "cpu" and "--optimizer" in recipe:
+        k = recipe.index("--optimizer") + 1
+        if recipe[k] == "adam":
+            recipe[k] = "adam_foreach"
+    return recipe
+
+
 def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
                   settings: Settings = STUDY) -> List[str]:
     cmd = [sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", user_dir, "--arch", run.arch,
-           *settings.size, *settings.recipe, *settings.schedule(), *run.task_flags, *run.model_flags, "--seed", str(run.seed),
+           *settings.size, *recipe_on(settings), *settings.schedule(), *run.task_flags, *run.model_flags,
+           "--seed", str(run.seed),
            *(["--cpu"] if settings.device == "cpu" else []),
            "--save-dir", run_dir(out, run), "--max-epoch", str(epoch)]  # 0: no epoch limit (fairseq)
     if run.warm_start:
@@ -262,6 +279,7 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
                       "best_epoch": best["epoch"], "best_valid_loss": best["valid_loss"],
                       "final_valid_loss": hist[-1]["valid_loss"], "budget": settings.budget,
                       "device": device_name(settings.device), "precision": precision(settings),
+                      "optimizer": recipe_on(settings)[recipe_on(settings).index("--optimizer") + 1],
                       "commit": code_commit(), "train_data": os.path.abspath(bin_dir),
                       "train_seconds": hist[-1]["train_seconds"], "params": params_from_logs(out, run)}
             with open(done_marker(out, run), "w") as f:
