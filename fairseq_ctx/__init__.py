@@ -64,6 +64,10 @@ PROCESS_WIDE_CHANGES = {
     "warnings.filters and the root logger's level": "quiet.py: narrow filters for upstream notices a user "
         "cannot act on (each listed with its reason there; FAIRSEQ_CTX_UPSTREAM_WARNINGS=1 turns them off), "
         "and the DEBUG level that importing fairseq sets on the root logger put back to LOGLEVEL/INFO",
+    "torch's SDPA kernel switches and priority order": "only when FAIRSEQ_CTX_SDPA names a policy other "
+        "than torch (modules/fused_attention.py): which attention kernel runs fastest is a property of the "
+        "GPU, and torch's switches are global, so fairseq's own attention follows the same choice as the "
+        "plugin's; cudnn-last also sets TORCH_CUDNN_SDPA_PREFERRED=0",
     "sys.meta_path": "only when the package is imported before fairseq: a finder that calls register() "
         "once fairseq is imported, removed when it has",
 }
@@ -87,6 +91,9 @@ def register():
 
     bf16_on_cuda.install()  # after every architecture is registered
     foreach_optim.install()  # registers --optimizer adam_foreach on import
+    from .modules import fused_attention
+
+    fused_attention.ensure_policy()  # FAIRSEQ_CTX_SDPA, before any attention runs
 
     _registered = True
 

@@ -78,6 +78,7 @@ import os
 import resource
 import statistics
 import subprocess
+from collections import Counter
 import sys
 import time
 
@@ -107,38 +108,95 @@ def size_flags(size):
 
 
 # ---------------------------------------------------------------- one variant
-def measure(opts):
-    """Runs in the child process: build one model, time it, print JSON."""
-    import torch
-    from fairseq import options, tasks, utils
+def fairseq_cli_args(data, arch, size, flags, device, precision, max_tokens, optimizer="adam"):
+    """The ``fairseq-train`` command line of one measured model: the
+    benchmark's recipe (Adam, label smoothing, dropout 0.1), the size's
+    flags, the variant's, and the precision as fairseq-train takes it
+    (``--fp16``: FP16Optimizer with dynamic loss scaling; ``--bf16``:
+    FP16Optimizer without it). On CPU, which fairseq-train does not run in
+    half precision, two settings make fairseq's same optimizer classes run
+    there (a rehearsal, not a measurement of what users run): fp16 with
+    ``--fp16-no-flatten-grads`` (fairseq puts flattened float32 masters on
+    the current CUDA device), and bf16 with ``--tpu`` taken back off after
+    parsing (:func:`parse_train_args`)."""
+    cli = [data, "--user-dir", os.path.join(REPO, "fairseq_ctx"), "--arch", arch,
+           "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+           "--optimizer", optimizer, "--adam-betas", "(0.9, 0.98)", "--lr", "0.0005",
+           "--max-tokens", str(max_tokens), "--required-batch-size-multiple", "1", "--dropout", "0.1",
+           "--seed", "1", "--num-workers", "0"]
+    cli += list(size) + list(flags)
+    if precision != "fp32":
+        cli.append("--" + precision)
+    if device == "cpu":
+        cli.append("--cpu")
+        if precision == "fp16":
+            cli.append("--fp16-no-flatten-grads")
+    return cli
+
+
+def parse_train_args(cli, device):
+    """fairseq-train's parse of ``cli`` as an omegaconf config. fairseq 0.12
+    turns ``--bf16`` into ``--tpu``; on a GPU fairseq_ctx/bf16_on_cuda.py
+    turns it back off as in fairseq-train, on CPU (rehearsals only) it is
+    turned off here."""
+    from fairseq import options
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    args = options.parse_args_and_arch(options.get_training_parser(), input_args=cli)
+    if device == "cpu":
+        args.tpu = False
+    return convert_namespace_to_omegaconf(args)
+
+
+def build_trainer(cfg):
+    """(task, model, criterion, fairseq Trainer) as fairseq-train builds them:
+    the Trainer casts the model for --fp16/--bf16, moves it to the device
+    and picks the optimizer class (FP16Optimizer in half precision)."""
+    from fairseq import tasks
+    from fairseq.trainer import Trainer
+
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
+    criterion = task.build_criterion(cfg.criterion)
+    trainer = Trainer(cfg, task, model, criterion)
+    return task, trainer.model, trainer.criterion, trainer
+
+
+def optimizer_record(trainer) -> dict:
+    """What fairseq-train's optimizer is: its class, the wrapped optimizer's
+    class, and the loss scale (None without loss scaling)."""
+    opt = trainer.optimizer
+    inner = getattr(opt, "fp32_optimizer", None) or getattr(opt, "wrapped_optimizer", None)
+    scaler = getattr(opt, "scaler", None)
+    return {"optimizer": type(opt).__name__, "inner_optimizer": type(inner).__name__ if inner is not None else None,
+            "loss_scale": float(scaler.loss_scale) if scaler is not None else None}
+
+
+def measure(opts):
+    """Runs in the child process: build one model, time it, print JSON.
+
+    Training updates are fairseq-train's (``Trainer.train_step``: forward,
+    backward, the optimizer of the precision, loss scaling and its overflow
+    skips for fp16), on the batches fairseq-train would draw; the model is
+    the one the Trainer cast and moved."""
+    import torch
+    from fairseq import utils
+
+    from fairseq_ctx.modules import fused_attention
 
     torch.manual_seed(1)
     if opts.threads:
         torch.set_num_threads(opts.threads)
     device = torch.device(opts.device)
     clock = time.process_time if opts.clock == "cpu" else time.perf_counter
-    cli = [opts.data, "--user-dir", os.path.join(REPO, "fairseq_ctx"), "--arch", opts.arch,
-           "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-           "--optimizer", "adam", "--lr", "0.0005", "--max-tokens", str(opts.max_tokens),
-           "--required-batch-size-multiple", "1", "--dropout", "0.1", "--seed", "1"]
-    cli += size_flags(opts.size) + opts.flags
-    if opts.device == "cpu":
-        cli.append("--cpu")
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, input_args=cli)
-    cfg = convert_namespace_to_omegaconf(args)
-    task = tasks.setup_task(cfg.task)
-    model = task.build_model(cfg.model)
-    criterion = task.build_criterion(cfg.criterion)
+    cli = fairseq_cli_args(opts.data, opts.arch, size_flags(opts.size), opts.flags, opts.device, opts.precision,
+                           opts.max_tokens, opts.optimizer)
+    cfg = parse_train_args(cli, opts.device)
+    task, model, criterion, trainer = build_trainer(cfg)
     from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache  # imported by --user-dir above
-    dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[opts.precision]
-    model = model.to(device=device, dtype=dtype)
-    criterion = criterion.to(device)
     params = sum(p.numel() for p in model.parameters())
-    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4, betas=(0.9, 0.98), eps=1e-6 if dtype != torch.float32 else 1e-8)
 
-    def batches(split, max_tokens=None, max_sentences=None, shuffle=True):
+    def batches(split, max_tokens=None, max_sentences=None, shuffle=True, to_device=True):
         task.load_dataset(split)
         itr = task.get_batch_iterator(
             dataset=task.dataset(split), max_tokens=max_tokens, max_sentences=max_sentences,
@@ -146,36 +204,38 @@ def measure(opts):
             ignore_invalid_inputs=True, required_batch_size_multiple=1, seed=1, num_workers=0,
         ).next_epoch_itr(shuffle=shuffle)
         for sample in itr:
-            yield utils.move_to_cuda(sample, device) if device.type == "cuda" else sample
+            yield utils.move_to_cuda(sample, device) if to_device and device.type == "cuda" else sample
 
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    # training
-    model.train()
-    train_iter = batches("train", max_tokens=opts.max_tokens)
+    # training: fairseq's Trainer takes the batches as the iterator gives them (it moves them itself)
+    train_iter = batches("train", max_tokens=opts.max_tokens, to_device=False)
     tokens, elapsed = 0, 0.0
     timed_samples = []  # kept for the FLOP count
     for step in range(opts.warmup_updates + opts.train_updates):
         try:
             sample = next(train_iter)
         except StopIteration:
-            train_iter = batches("train", max_tokens=opts.max_tokens)
+            train_iter = batches("train", max_tokens=opts.max_tokens, to_device=False)
             sample = next(train_iter)
         sync()
         start = clock()
-        with torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32 and device.type == "cuda"):
-            loss, _, log = criterion(model, sample)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        trainer.train_step([sample])
         sync()
         if step >= opts.warmup_updates:
             elapsed += clock() - start
-            tokens += int(log["ntokens"])
+            tokens += int(sample["ntokens"])
             timed_samples.append(sample)
     train_tok_s = tokens / elapsed
+    # updates fp16's loss scaling skipped (an overflow: the step is dropped, the scale halved)
+    skipped = opts.warmup_updates + opts.train_updates - trainer.get_num_updates()
+    optim = optimizer_record(trainer)
+    # the attention kernels that ran in one more (untimed) update, by the profiler
+    with fused_attention.recorded_kernels() as train_kernels:
+        trainer.train_step([timed_samples[0]])
+    timed_samples = [utils.move_to_cuda(s, device) if device.type == "cuda" else s for s in timed_samples]
 
     # decoding
     model.eval()
@@ -194,7 +254,9 @@ def measure(opts):
         counts carry over), returned last (else None)."""
         n_tokens, elapsed, best = 0, 0.0, {}
         with torch.no_grad():
-            task.inference_step(generator, [model], samples[0])
+            with fused_attention.recorded_kernels() as kernels:
+                task.inference_step(generator, [model], samples[0])
+            decode_kernels.update(kernels)
             cache = None
             if cache_class is not None:
                 cache = model.encoder.state_cache = cache_class()
@@ -211,6 +273,7 @@ def measure(opts):
             model.encoder.state_cache = None  # every other measurement runs the ordinary path
         return n_tokens / elapsed, best, n_tokens, cache
 
+    decode_kernels = Counter()  # the attention kernels of each decode's untimed first batch
     # Batches in a seeded random order: the first batches of the length-sorted
     # order hold only the shortest sources, whose document contexts are
     # longer than they are, which would overstate a context model's cost.
@@ -249,7 +312,7 @@ def measure(opts):
     # take their counts from the first (--no-flops; the parent checks that
     # the batches were the same).
     flops = {} if opts.no_flops else count_model_flops(
-        model, criterion, optimizer, task, generator, dtype, device, timed_samples, decode_samples,
+        model, criterion, task, generator, timed_samples, decode_samples,
         full_samples if full else [], SharedStateCache if "doc_order_decode_tok_s" in full else None)
     if flops:
         flops["train_flops_tok"] /= tokens
@@ -268,13 +331,18 @@ def measure(opts):
             digest.update(str(tuple(sample["net_input"]["ctx_tokens"].shape)).encode())
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     return {"device_name": gpu or "cpu", "peak_flops": peak_flops(gpu, opts.precision, opts.peak_tflops),
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
+            "sdpa_policy": fused_attention.ensure_policy(), "sdpa_state": fused_attention.sdpa_state(),
+            "sdpa_kernels_train": dict(train_kernels), "sdpa_kernels_decode": dict(decode_kernels),
+            "skipped_updates": skipped, **optim,
             "batches_sha1": digest.hexdigest(), "params": params, "train_tok_s": train_tok_s,
             "decode_sent_s": decode_tok_s * sents / gen_tokens, "decode_tok_s": decode_tok_s, "peak_mem_mb": peak_mb,
             "decoded_sentences": sents, "decoded_tokens": gen_tokens, "timed_train_tokens": tokens, **full, **flops}
 
 
-def count_model_flops(model, criterion, optimizer, task, generator, dtype, device, timed_samples, decode_samples,
-                      full_samples, state_cache_class):
+def count_model_flops(model, criterion, task, generator, timed_samples, decode_samples, full_samples,
+                      state_cache_class):
     """FLOPs (totals, not per token) of the timed training steps, the timed
     decoding batches and, when ``full_samples`` are given, the document-order
     decodes (ordinary, and with a fresh state cache when ``state_cache_class``)."""
@@ -283,13 +351,11 @@ def count_model_flops(model, criterion, optimizer, task, generator, dtype, devic
     model.train()
     train_flops = 0
     for sample in timed_samples:
-        def step(sample=sample):
-            with torch.autocast(device.type, dtype=dtype,
-                                enabled=dtype != torch.float32 and device.type == "cuda"):
-                loss, _, _ = criterion(model, sample)
+        def step(sample=sample):  # the model is in the Trainer's precision already
+            loss, _, _ = criterion(model, sample)
             loss.backward()
         train_flops += count_flops(step)
-        optimizer.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=True)
     model.eval()
 
     def decode_flops(samples):
@@ -433,15 +499,18 @@ def markdown_table(doc) -> str:
         return f"{res[ratio]:.2f}x | {res[bound]:.2f}x | {res[ratio] / res[bound]:.2f}"
     base = results["transformer"]
     gpu = "train_mfu" in base  # MFU columns: a GPU run whose peak is known
+    kernels = "sdpa_kernels_train" in base  # which attention kernels ran (runs since they are recorded)
     lines = ["| variant | params | training: ratio | bound | ratio / bound | decoding: ratio | bound "
-             "| ratio / bound | peak memory |" + (" train MFU | decode MFU |" if gpu else ""),
-             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if gpu else "")]
+             "| ratio / bound | peak memory |" + (" train MFU | decode MFU |" if gpu else "")
+             + (" attention kernels, training update |" if kernels else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if gpu else "") + ("---|" if kernels else "")]
     for label, res in results.items():
         name = f"`{label}` ({base['train_tok_s']:.0f} train tok/s, {base['decode_tok_s']:.0f} decode tok/s)" \
             if label == "transformer" else f"`{label}`"
         mfu = f" {res['train_mfu']:.1%} | {res['decode_mfu']:.1%} |" if gpu else ""
+        ran = f" {kernel_summary(res.get('sdpa_kernels_train', {}))} |" if kernels else ""
         lines.append(f"| {name} | {res['params'] / 1e6:.2f}M | {quotient(res, 'train_ratio', 'train_bound')} "
-                     f"| {quotient(res, 'decode_ratio', 'decode_bound')} | {res['peak_mem_mb_ratio']:.2f}x |{mfu}")
+                     f"| {quotient(res, 'decode_ratio', 'decode_bound')} | {res['peak_mem_mb_ratio']:.2f}x |{mfu}{ran}")
     doc_rows = [(label, res) for label, res in results.items() if "doc_order_decode_ratio" in res]
     if doc_rows:
         lines += ["", f"Every `{settings['gen_subset']}` sentence in fairseq-generate's order, against the "
@@ -453,6 +522,18 @@ def markdown_table(doc) -> str:
                          f"{res['doc_order_speedup']:.3f}x its ordinary decode) "
                          f"| {quotient(res, 'doc_order_decode_ratio', 'doc_order_decode_bound')} |")
     return "\n".join(lines) + "\n"
+
+
+def kernel_summary(counts) -> str:
+    """``efficient 12 + bwd 12, math 4`` from recorded kernel counts
+    (fused_attention.recorded_kernels): the forward kernels that ran, with
+    their backward calls where they have their own."""
+    parts = []
+    for kernel in ("flash", "efficient", "cudnn", "cpu_fused", "math", "overrideable"):
+        if counts.get(kernel):
+            back = counts.get(kernel + "_backward")
+            parts.append(f"{kernel} {counts[kernel]}" + (f" + bwd {back}" if back else ""))
+    return ", ".join(parts) or "none"
 
 
 def variants_of(opts):
@@ -495,7 +576,7 @@ def run_child(opts, label, arch, flags, first=None):
            "--flags", json.dumps(flags)]
     for name in ("size", "device", "precision", "peak_tflops", "max_tokens", "train_updates", "warmup_updates",
                  "decode_sentences", "decode_batch_size", "beam", "decode_length", "max_len_a", "max_len_b",
-                 "gen_subset", "threads", "clock"):
+                 "gen_subset", "threads", "clock", "optimizer"):
         cmd += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
     if not opts.doc_order:
         cmd.append("--no-doc-order")
@@ -503,7 +584,10 @@ def run_child(opts, label, arch, flags, first=None):
         cmd.append("--baseline")  # decodes every sentence for the document-order ratios
     if first is not None:
         cmd.append("--no-flops")
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    env = dict(os.environ)
+    if getattr(opts, "sdpa", None):
+        env["FAIRSEQ_CTX_SDPA"] = opts.sdpa  # the plugin applies it when it registers (fused_attention.py)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCHMARK_JSON ")]
     if proc.returncode != 0 or not lines:
         sys.exit(f"benchmark: variant {label} ({arch} {' '.join(flags)}) failed:\n{proc.stderr[-3000:]}")
@@ -515,6 +599,80 @@ def run_child(opts, label, arch, flags, first=None):
                      "differ), so the first round's FLOP counts do not apply")
         result.update({k: first[k] for k in FLOP_KEYS if k in first})
     return result
+
+
+def write_json_atomically(path, doc):
+    """``doc`` to ``path`` through a temporary file and a rename: a process
+    killed while writing leaves the old file or none, never half a file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(tmp, path)
+
+
+def write_piece(pieces, run_id, round_, label, arch, flags, result, settings, seconds):
+    """One child's result as its own JSON file in ``pieces``, the moment the
+    child has finished: a call killed later keeps it (``seconds``: the
+    child's wall time, start-up included, for sizing calls)."""
+    os.makedirs(pieces, exist_ok=True)
+    name = f"{settings['precision']}-{run_id}-r{round_ + 1}-{label}.json"
+    write_json_atomically(os.path.join(pieces, name), {
+        "run_id": run_id, "round": round_, "label": label, "arch": arch, "flags": flags,
+        "settings": settings, "seconds": round(seconds, 1), "result": result})
+
+
+def aggregate(runs):
+    """The results table of ``runs`` (label -> one result per round, the
+    baseline's rounds first): medians over rounds, ratios as medians of
+    per-round ratios against the baseline of the same round, FLOP bounds,
+    MFU."""
+    results = {label: {k: statistics.median(r[k] for r in rs) for k, _ in METRICS} for label, rs in runs.items()}
+    # Ratios pair each variant with the baseline of the same round, then take
+    # the median: a machine that speeds up or slows down between rounds
+    # (thermal state, other load) moves both sides of a pair alike.
+    base_runs = runs["transformer"]
+    for label, res in results.items():
+        for key, _ in METRICS:
+            res[key + "_ratio"] = statistics.median(r[key] / b[key] for r, b in zip(runs[label], base_runs))
+    add_bounds(results, runs)
+    for label, res in results.items():
+        first = runs[label][0]
+        res["device_name"], res["peak_flops"] = first["device_name"], first["peak_flops"]
+        for key in ("optimizer", "loss_scale", "sdpa_policy", "sdpa_kernels_train", "sdpa_kernels_decode"):
+            if key in first:
+                res[key] = first[key]
+    add_mfu(results)
+    return results
+
+
+def collect_pieces(pieces):
+    """``(settings, results)`` per call of the pieces in directory ``pieces``
+    (several calls' pieces may share it): for each call (run id) and
+    precision, the variants with a baseline of the same round, aggregated as
+    one run is; rounds without their baseline are left out."""
+    by_run = {}
+    for name in sorted(os.listdir(pieces)):
+        if not name.endswith(".json"):
+            continue
+        with open(os.path.join(pieces, name)) as f:
+            piece = json.load(f)
+        by_run.setdefault(piece["run_id"], []).append(piece)
+    out = []
+    for run_id, found in sorted(by_run.items()):
+        base_rounds = {pc["round"]: pc["result"] for pc in found if pc["label"] == "transformer"}
+        runs = {"transformer": []}
+        for rnd in sorted(base_rounds):
+            runs["transformer"].append(base_rounds[rnd])
+            for pc in found:
+                if pc["label"] != "transformer" and pc["round"] == rnd:
+                    runs.setdefault(pc["label"], []).append(pc["result"])
+        # a variant enters the table with as many rounds as the baseline has
+        runs = {label: rs for label, rs in runs.items() if len(rs) == len(runs["transformer"])}
+        if not runs["transformer"]:
+            out.append((found[0]["settings"], run_id, None))
+            continue
+        out.append((found[0]["settings"], run_id, aggregate(runs)))
+    return out
 
 
 def main():
@@ -555,9 +713,22 @@ def main():
                    help="skip the document-order decode (every sentence of --gen-subset, ordinary and with "
                         "reused sentence states, for the baseline and transformer_ctxenc; skipped anyway when no variant "
                         "can reuse states)")
+    p.add_argument("--optimizer", default="adam",
+                   help="fairseq's --optimizer (default adam; any Adam-like optimizer that takes --adam-betas)")
+    p.add_argument("--sdpa", metavar="POLICY",
+                   help="the attention kernel policy of every child (FAIRSEQ_CTX_SDPA, "
+                        "fairseq_ctx/modules/fused_attention.py): torch, cudnn-last, no-cudnn, flash, efficient, "
+                        "cudnn, math (default: the environment's, else torch's own choice)")
     p.add_argument("--json", help="write the results here")
+    p.add_argument("--pieces", metavar="DIR",
+                   help="write each child's result to its own JSON file in DIR as soon as it finishes (a run "
+                        "killed later keeps them; --markdown-of DIR makes the tables)")
+    p.add_argument("--deadline-s", type=float, default=0.0,
+                   help="start no child after this many seconds, nor one that would end after them by the "
+                        "longest child so far (0: no deadline); the children not run are listed")
     p.add_argument("--markdown-of", metavar="JSON",
-                   help="print the Markdown table of a results JSON written by --json, and run nothing")
+                   help="print the Markdown table of a results JSON written by --json, or the tables of the "
+                        "pieces in a --pieces directory (one per call), and run nothing")
     # internal: one measurement in a child process
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--arch", help=argparse.SUPPRESS)
@@ -568,11 +739,20 @@ def main():
 
     if opts.markdown_of:
         try:
-            with open(opts.markdown_of) as f:
-                doc = json.load(f)
-            table = markdown_table(doc)
+            if os.path.isdir(opts.markdown_of):
+                table = ""
+                for settings, run_id, results in collect_pieces(opts.markdown_of):
+                    table += (f"\nCall {run_id}: {settings['device']}, {settings['precision']}, size "
+                              f"{settings['size']}, SDPA policy {settings.get('sdpa') or 'torch'}\n\n")
+                    table += markdown_table({"settings": settings, "results": results}) if results else \
+                        "(no baseline piece: no ratios)\n"
+            else:
+                with open(opts.markdown_of) as f:
+                    doc = json.load(f)
+                table = markdown_table(doc)
         except (OSError, ValueError, KeyError) as e:
-            p.error(f"--markdown-of {opts.markdown_of}: not a results JSON of this script ({e!r})")
+            p.error(f"--markdown-of {opts.markdown_of}: not a results JSON or pieces directory of this script "
+                    f"({e!r})")
         print(table, end="")
         return
     if opts.data is None:
@@ -593,24 +773,37 @@ def main():
     variants = variants_of(opts)
     if opts.doc_order and not any(reuses_sentence_states(arch) for _, arch, _ in variants):
         opts.doc_order = False  # the baseline's whole-subset decode would be compared with nothing
+    if opts.sdpa:
+        from fairseq_ctx.modules.fused_attention import POLICIES
+
+        if opts.sdpa not in POLICIES:
+            p.error(f"--sdpa {opts.sdpa}: not an SDPA policy (one of {', '.join(POLICIES)})")
     runs = {label: [] for label, _, _ in variants}
+    run_id = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+    settings = {k: v for k, v in vars(opts).items() if k not in ("child", "arch", "flags")}
+    started, longest, not_run = time.monotonic(), 0.0, []
     for round_ in range(opts.repeats):
         for label, arch, flags in variants:
+            elapsed = time.monotonic() - started
+            if opts.deadline_s and (not_run or (longest and elapsed + longest > opts.deadline_s)):
+                not_run.append(f"{label} (round {round_ + 1})")
+                continue
             print(f"[round {round_ + 1}/{opts.repeats}] {label} ...", file=sys.stderr, flush=True)
+            t = time.monotonic()
             runs[label].append(run_child(opts, label, arch, flags, first=runs[label][0] if round_ else None))
-
-    results = {label: {k: statistics.median(r[k] for r in rs) for k, _ in METRICS} for label, rs in runs.items()}
-    # Ratios pair each variant with the baseline of the same round, then take
-    # the median: a machine that speeds up or slows down between rounds
-    # (thermal state, other load) moves both sides of a pair alike.
-    base_runs = runs["transformer"]
-    for label, res in results.items():
-        for key, _ in METRICS:
-            res[key + "_ratio"] = statistics.median(r[key] / b[key] for r, b in zip(runs[label], base_runs))
-    add_bounds(results, runs)
-    for label, res in results.items():
-        res["device_name"], res["peak_flops"] = runs[label][0]["device_name"], runs[label][0]["peak_flops"]
-    add_mfu(results)
+            took = time.monotonic() - t
+            longest = max(longest, took)
+            if opts.pieces:
+                write_piece(opts.pieces, run_id, round_, label, arch, flags, runs[label][-1], settings, took)
+    if not_run:
+        print(f"benchmark: stopped at the deadline ({opts.deadline_s:.0f} s); not run: {', '.join(not_run)}",
+              file=sys.stderr)
+    # every round the baseline ran; variants with all of those rounds
+    rounds = len(runs["transformer"])
+    runs = {label: rs[:rounds] for label, rs in runs.items() if rounds and len(rs) >= rounds}
+    if not runs:
+        sys.exit("benchmark: the deadline left no time for the baseline")
+    results = aggregate(runs)
 
     header = f"{'variant':<28}" + "".join(f"{name:>22}" for _, name in METRICS) \
         + "".join(f"{name:>26}" for name in ("train ratio / bound", "dec ratio / bound"))
@@ -639,8 +832,7 @@ def main():
                   f"{res['doc_order_max_score_diff']:.1e}")
     if opts.json:
         with open(opts.json, "w") as f:
-            json.dump({"settings": {k: v for k, v in vars(opts).items() if k not in ("child", "arch", "flags")},
-                       "results": results, "runs": runs}, f, indent=2)
+            json.dump({"settings": settings, "results": results, "runs": runs, "not_run": not_run}, f, indent=2)
         print(f"\nwrote {opts.json}")
     print("\n" + markdown_table({"settings": vars(opts), "results": results}), end="")
 

@@ -221,7 +221,7 @@ def test_later_rounds_must_run_the_first_rounds_batches(monkeypatch):
                                  train_updates=2,
                                  warmup_updates=1, decode_sentences=10, decode_batch_size=4, beam=2,
                                  decode_length=30, max_len_a=1.2, max_len_b=10, gen_subset="valid", threads=1,
-                                 clock="cpu", doc_order=True, data="data")
+                                 clock="cpu", doc_order=True, data="data", optimizer="adam")
     result = bench.run_child(opts, "v", "transformer", [], first=first)
     assert result["train_flops_tok"] == 7.0 and result["decode_flops_tok"] == 3.0
     child_output["decoded_tokens"] = 300

@@ -10,11 +10,26 @@
   type's tolerance); beam search translates a sentence the same alone and
   in a batch (float32: in half precision near-ties of random weights may
   legitimately flip a hypothesis).
+  The kernels that ran are recorded by the profiler
+  (``fused_attention.recorded_kernels``, kept in each test's
+  ``user_properties``, which ``tests/piece_results.py`` writes out) and
+  checked: only the forced kernel and the math fallback ran, the
+  memory-efficient kernel took every call (it takes masks and every
+  dtype), and the forced kernel leads torch's priority order
+  (``sdpa_kernel(..., set_priority=True)``: in torch's default order math
+  comes before cuDNN, so a forced cuDNN would otherwise never run).
+* fp32 training through the memory-efficient kernel alone (no fallback:
+  a call it cannot take fails), per variant: its forward and backward
+  kernels ran, the gradients equal the math kernel's, and three Adam steps
+  lower the loss; the kernel's ``misaligned address`` crash came from
+  fp32 and fp16 training at Base size.
 * ``fairseq-train`` (its own ``main``, through its command-line parser) 50
   updates with ``--fp16`` and with ``--bf16`` per variant, then
   ``fairseq-generate`` on the checkpoint translates every test sentence.
 
-The whole file is sized for about 6 minutes on one H100. The CPU tests that
+The file has not been timed on a GPU yet; the runbook's ``tests`` call
+(``scripts/gpu-call.sh``) runs it with one JSON per test, so a call cut at
+its time limit keeps what finished and the next call runs the rest. The CPU tests that
 guard the same path (fused-kernel layouts, ``--bf16`` on a CUDA machine, no
 device tensor to numpy) are in ``test_fused_attention_layout.py`` and
 ``test_gpu_path.py``; they run everywhere.
@@ -25,6 +40,7 @@ import pytest
 import torch
 
 from fairseq_ctx.architectures import VARIANTS
+from fairseq_ctx.modules import fused_attention
 from tests.test_contract import ORDER, STEPS, _batch, _decode, _encode, _encoder_attention_keys, _row
 from tests.utils import USER_DIR, _cli_args, build_model, parse_generate
 
@@ -62,7 +78,23 @@ def _backend(name):
 
     chosen = {"flash": SDPBackend.FLASH_ATTENTION, "mem_efficient": SDPBackend.EFFICIENT_ATTENTION,
               "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[name]
-    return sdpa_kernel([chosen, SDPBackend.MATH] if chosen != SDPBackend.MATH else [chosen])
+    # first in the priority order: in torch's default order math precedes cuDNN
+    return sdpa_kernel([chosen, SDPBackend.MATH] if chosen != SDPBackend.MATH else [chosen], set_priority=True)
+
+
+# the forward kernels the profiler names (fused_attention.KERNEL_OPS)
+FORWARD_KERNELS = ("flash", "efficient", "cudnn", "math", "cpu_fused", "overrideable")
+
+
+def _check_kernels(ran, backend):
+    """Only the forced kernel and the math fallback ran, every SDPA call is
+    accounted for, and the memory-efficient and math kernels took every call."""
+    forward = {k: ran.get(k, 0) for k in FORWARD_KERNELS if ran.get(k, 0)}
+    assert ran.get("calls", 0) > 0, ran
+    assert sum(forward.values()) == ran["calls"], ran
+    assert set(forward) <= {backend, "math"}, ran
+    if backend in ("efficient", "math"):
+        assert forward == {backend: ran["calls"]}, ran
 
 
 def _cuda(batch):
@@ -77,14 +109,17 @@ def _probs(logits):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("name", NAMES)
-def test_contract_on_cuda(name, dtype, backend):
+def test_contract_on_cuda(name, dtype, backend, record_property):
     model = _model(name, dtype)
     pad = model.encoder.dictionary.pad()
     tol = TOLERANCE[dtype]
     with _backend(backend), torch.no_grad():
         # padding: each sentence alone equals it in the padded batch
         src, src_lengths, prev, tgt_lengths, kwargs = _cuda(_batch(model))
-        batched = _probs(model(src, src_lengths, prev, **kwargs)[0])
+        with fused_attention.recorded_kernels() as ran:
+            batched = _probs(model(src, src_lengths, prev, **kwargs)[0])
+        record_property("kernels", dict(ran))
+        _check_kernels(ran, backend)
         for i, n in enumerate(tgt_lengths):
             one, lengths, one_prev, ctx = _row(i, src, src_lengths, prev, n, kwargs, pad)
             alone = _probs(model(one, lengths, one_prev, **ctx)[0])
@@ -124,6 +159,47 @@ def _beam_alone_equals_batch(model):
         alone = gen.generate([model], {"net_input": {"src_tokens": one, "src_lengths": lengths, **ctx}})[0][0]
         assert torch.equal(batched[i][0]["tokens"], alone["tokens"]), i
         assert math.isclose(float(batched[i][0]["score"]), float(alone["score"]), abs_tol=1e-4), i
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fp32_training_through_the_memory_efficient_kernel(name, record_property):
+    """Training in float32 with the memory-efficient kernel alone (no math
+    fallback: a call it cannot take raises): its forward and backward ran for
+    every call, the gradients are the math kernel's, and Adam steps train."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torch.manual_seed(0)
+    model = build_model(BY_NAME[name].arch, [*BASE_WIDTHS, *BY_NAME[name].flags, "--dropout", "0"]).cuda().train()
+    src, src_lengths, prev, tgt_lengths, kwargs = _cuda(_batch(model))
+    real = (torch.arange(prev.size(1))[None, :] < torch.tensor(tgt_lengths)[:, None]).cuda()
+    target = torch.roll(prev, -1, dims=1)  # any fixed tokens: the loss only has to reach every parameter
+
+    def loss_and_grads(backend):
+        model.zero_grad(set_to_none=True)
+        with sdpa_kernel([backend]), fused_attention.recorded_kernels() as ran:
+            logp = torch.log_softmax(model(src, src_lengths, prev, **kwargs)[0].float(), dim=-1)
+            loss = -logp.gather(-1, target[..., None])[..., 0][real].mean()
+            loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}, ran
+
+    _, math_grads, _ = loss_and_grads(SDPBackend.MATH)
+    loss, grads, ran = loss_and_grads(SDPBackend.EFFICIENT_ATTENTION)
+    record_property("kernels", dict(ran))
+    assert ran.get("efficient", 0) == ran.get("calls", -1) > 0 and not ran.get("math"), ran
+    assert ran.get("efficient_backward", 0) > 0, ran
+    assert grads.keys() == math_grads.keys()
+    # against the largest gradient: some are zero in exact arithmetic (a key bias shifts every
+    # score of a query alike) and only rounding noise in either kernel
+    scale = max(float(g.abs().max()) for g in math_grads.values())
+    worst = max(float((g - math_grads[pname]).abs().max()) for pname, g in grads.items())
+    assert worst <= 1e-4 * scale, (worst, scale)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    losses = [float(loss)]
+    for _ in range(3):
+        optimizer.step()
+        loss, _, _ = loss_and_grads(SDPBackend.EFFICIENT_ATTENTION)
+        losses.append(float(loss))
+    assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0], losses
 
 
 # ---------------------------------------------------------------- fairseq's commands on the GPU

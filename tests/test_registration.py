@@ -124,6 +124,9 @@ def snapshot():
     s["warnings.filters"] = tuple(map(str, warnings.filters))
     s["root level"] = logging.getLogger().level
     s["safe globals"] = tuple(sorted(map(str, torch.serialization.get_safe_globals())))
+    b = torch.backends.cuda
+    s["sdpa"] = [b.flash_sdp_enabled(), b.mem_efficient_sdp_enabled(), b.cudnn_sdp_enabled(), b.math_sdp_enabled(),
+                 list(torch._C._get_sdp_priority_order())]
     return s
 
 before = snapshot()
@@ -148,6 +151,7 @@ def _documented_change(key: str) -> str:
             "warnings.filters": "warnings.filters and the root logger's level",
             "root level": "warnings.filters and the root logger's level",
             "safe globals": "torch.serialization's safe globals",
+            "sdpa": "torch's SDPA kernel switches and priority order",
             "sys.meta_path": "sys.meta_path"}.get(key, f"UNDOCUMENTED: {key}")
 
 
@@ -161,11 +165,17 @@ def test_register_changes_exactly_the_documented_process_wide_state():
 
     import fairseq_ctx
 
-    env = {k: v for k, v in os.environ.items() if k != "FAIRSEQ_CTX_UPSTREAM_WARNINGS"}
-    proc = subprocess.run([sys.executable, "-c", CHANGES_PROBE], capture_output=True, text=True, env=env,
-                          cwd=REPO)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    changed = json.loads(proc.stdout.splitlines()[-1])
+    env = {k: v for k, v in os.environ.items() if k not in ("FAIRSEQ_CTX_UPSTREAM_WARNINGS", "FAIRSEQ_CTX_SDPA")}
+
+    def changed_by_register(**extra):
+        proc = subprocess.run([sys.executable, "-c", CHANGES_PROBE], capture_output=True, text=True,
+                              env={**env, **extra}, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.splitlines()[-1])
+
+    # torch's attention kernels are left alone unless FAIRSEQ_CTX_SDPA names a policy (fused_attention.py)
+    assert "sdpa" not in changed_by_register()
+    changed = changed_by_register(FAIRSEQ_CTX_SDPA="cudnn-last")
     assert "ARCH_MODEL_REGISTRY[transformer_ctxsan]" in changed and "TASK_REGISTRY[document_translation]" in changed
     assert "ARCH_CONFIG_REGISTRY[transformer]" in changed  # fairseq's own, wrapped for --bf16 on CUDA
     assert "OPTIMIZER_REGISTRY[adam_foreach]" in changed and "OPTIMIZER_REGISTRY[adam]" not in changed

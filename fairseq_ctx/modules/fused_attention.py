@@ -14,14 +14,87 @@ The modules lay their tensors out to meet the rule in the first place
 (ctxsan pads its fused projection's rows to a multiple of 8 elements; DC's
 additive mask is built in a padded buffer): :func:`aligned` then returns
 its input unchanged, and only a layout nobody planned for costs a copy.
+
+Which kernel runs: the SDPA policy
+----------------------------------
+torch picks one of its SDPA kernels per call, in a priority order among the
+enabled ones (``torch._fused_sdp_choice``). NMT batches have a new shape
+(sentences x source length x target length) nearly every update, and a
+kernel that prepares itself per shape pays that preparation on nearly
+every update: on sm90/sm100 GPUs (H100, H200, B200) with a recent cuDNN,
+recent torch puts its cuDNN kernel first (unless
+``TORCH_CUDNN_SDPA_PREFERRED=0``), and cuDNN builds an execution plan for
+each new shape.
+Which kernel is fastest for such batches is a property of the GPU, torch
+and cuDNN, so it is a setting, ``FAIRSEQ_CTX_SDPA`` (:data:`POLICIES`):
+
+* ``torch`` (the default): torch's own choice, nothing touched. It stays
+  the default until a GPU measurement (``scripts/speed_diagnosis.py``)
+  shows which policy is fastest on the GPUs this project is run on.
+* ``cudnn-last``: every kernel enabled, cuDNN tried only where flash and
+  memory-efficient attention cannot take the call (torch's order before it
+  preferred cuDNN; ``TORCH_CUDNN_SDPA_PREFERRED=0`` is set too, because
+  torch installs its cuDNN-first order at its first SDPA call and would
+  otherwise overwrite ours).
+* ``no-cudnn``: the cuDNN kernel disabled.
+* ``flash``, ``efficient``, ``cudnn``, ``math``: that kernel forced, with
+  the math kernel as the fallback for calls it cannot take (flash takes no
+  mask, cuDNN no float32), first in the priority order so that it runs
+  wherever it can.
+
+The policy is process-wide: torch's flags are global, and setting them
+once (when the plugin registers, :func:`ensure_policy`) puts fairseq's own
+attention (``F.multi_head_attention_forward``, which our models use beside
+their own modules, and which a plain ``transformer`` baseline uses alone)
+under the same choice as ours, so a benchmark compares like with like.
+A scoped ``torch.nn.attention.sdpa_kernel`` (the GPU tests force kernels
+that way) still overrides it inside its block. Per-call contexts were not
+used: they would override exactly those scopes. :func:`recorded_kernels`
+names the kernels that really ran, from the profiler's operator names (the
+math kernel included, which ``torch._fused_sdp_choice`` reports only for a
+given input).
 """
-from typing import Optional
+import contextlib
+import os
+from collections import Counter
+from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 ALIGN_BYTES = 16
+
+SDPA_ENV = "FAIRSEQ_CTX_SDPA"
+DEFAULT_POLICY = "torch"
+# policy -> (kernels enabled, kernels first in the priority order); None: nothing touched
+POLICIES: Dict[str, Optional[tuple]] = {
+    "torch": None,
+    "cudnn-last": (("flash", "efficient", "cudnn", "math"), ("flash", "efficient", "cudnn", "math")),
+    "no-cudnn": (("flash", "efficient", "math"), ("flash", "efficient", "math")),
+    "flash": (("flash", "math"), ("flash", "math")),
+    "efficient": (("efficient", "math"), ("efficient", "math")),
+    "cudnn": (("cudnn", "math"), ("cudnn", "math")),
+    "math": (("math",), ("math",)),
+}
+# kernel name -> (torch.backends.cuda switch, torch.nn.attention.SDPBackend member)
+_KERNELS = {"flash": ("flash_sdp", "FLASH_ATTENTION"), "efficient": ("mem_efficient_sdp", "EFFICIENT_ATTENTION"),
+            "cudnn": ("cudnn_sdp", "CUDNN_ATTENTION"), "math": ("math_sdp", "MATH")}
+# the profiler's operator names of the kernels (forward; "<name>_backward" for their backward passes);
+# math has no backward operator of its own (autograd of its decomposition)
+KERNEL_OPS = {
+    "aten::_scaled_dot_product_flash_attention": "flash",
+    "aten::_scaled_dot_product_flash_attention_backward": "flash_backward",
+    "aten::_scaled_dot_product_efficient_attention": "efficient",
+    "aten::_scaled_dot_product_efficient_attention_backward": "efficient_backward",
+    "aten::_scaled_dot_product_cudnn_attention": "cudnn",
+    "aten::_scaled_dot_product_cudnn_attention_backward": "cudnn_backward",
+    "aten::_scaled_dot_product_attention_math": "math",
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "cpu_fused",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": "cpu_fused_backward",
+    "aten::_scaled_dot_product_fused_attention_overrideable": "overrideable",
+    "aten::scaled_dot_product_attention": "calls",
+}
 
 
 def is_aligned(t: Tensor) -> bool:
@@ -79,7 +152,107 @@ def attend_mask(key_padding_mask: Optional[Tensor], T: int, S: int, causal: bool
 def attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0,
               is_causal: bool = False) -> Tensor:
     """``F.scaled_dot_product_attention`` (``B x H x T x hd`` inputs) with
-    every input :func:`aligned`."""
+    every input :func:`aligned`, under the process's SDPA policy."""
+    if not _policy_applied:  # registering the plugin applies it; a model used without it still gets it
+        ensure_policy()
     return F.scaled_dot_product_attention(
         aligned(q), aligned(k), aligned(v), attn_mask=None if attn_mask is None else aligned(attn_mask),
         dropout_p=dropout_p, is_causal=is_causal)
+
+
+# ---------------------------------------------------------------- the SDPA policy
+
+_policy_applied = False
+
+
+def policy_from_env() -> str:
+    """The policy ``FAIRSEQ_CTX_SDPA`` names (:data:`DEFAULT_POLICY` when
+    unset or empty); a name not in :data:`POLICIES` is refused with one line."""
+    name = os.environ.get(SDPA_ENV, "").strip() or DEFAULT_POLICY
+    if name not in POLICIES:
+        from fairseq_ctx.errors import ConfigError
+
+        raise ConfigError(f"{SDPA_ENV}={name}: not an SDPA policy (one of {', '.join(POLICIES)})")
+    return name
+
+
+def ensure_policy() -> str:
+    """Apply the environment's policy once per process (idempotent); its name."""
+    global _policy_applied
+    name = policy_from_env()
+    if not _policy_applied:
+        apply_policy(name)
+        _policy_applied = True
+    return name
+
+
+def apply_policy(name: str) -> None:
+    """Set torch's SDPA switches and priority order for policy ``name``
+    (``torch``: nothing). Process-wide; :func:`sdpa_state` and
+    :func:`restore_sdpa_state` save and put back what was there."""
+    if name not in POLICIES:
+        from fairseq_ctx.errors import ConfigError
+
+        raise ConfigError(f"{SDPA_ENV}={name}: not an SDPA policy (one of {', '.join(POLICIES)})")
+    spec = POLICIES[name]
+    if spec is None:
+        return
+    from torch.nn.attention import SDPBackend
+
+    enabled, first = spec
+    if name == "cudnn-last":
+        # read once, at torch's first SDPA call on a GPU, which then installs the cuDNN-first order over ours
+        os.environ["TORCH_CUDNN_SDPA_PREFERRED"] = "0"
+    for kernel, (switch, _) in _KERNELS.items():
+        getattr(torch.backends.cuda, "enable_" + switch)(kernel in enabled)
+    _set_priority([getattr(SDPBackend, _KERNELS[k][1]) for k in first])
+
+
+def _set_priority(first) -> None:
+    """Put ``first`` (SDPBackend members) at the head of torch's priority
+    order, the others after them in their order (what ``sdpa_kernel(...,
+    set_priority=True)`` does); nothing on a torch without the order."""
+    if not hasattr(torch._C, "_set_sdp_priority_order"):
+        return
+    order = [int(b) for b in first]
+    order += [b for b in torch._C._get_sdp_priority_order() if b not in order]
+    torch._C._set_sdp_priority_order(order)
+
+
+def sdpa_state() -> dict:
+    """torch's SDPA switches and priority order (names), as JSON."""
+    from torch.nn.attention import SDPBackend
+
+    state = {k: bool(getattr(torch.backends.cuda, switch + "_enabled")()) for k, (switch, _) in _KERNELS.items()}
+    names = {int(member): name.lower() for name, member in SDPBackend.__members__.items()}
+    names.update({int(getattr(SDPBackend, member)): k for k, (_, member) in _KERNELS.items()})
+    order = torch._C._get_sdp_priority_order() if hasattr(torch._C, "_get_sdp_priority_order") else []
+    state["priority"] = [names.get(int(b), str(int(b))) for b in order]
+    return state
+
+
+def restore_sdpa_state(state: dict) -> None:
+    """Put back what :func:`sdpa_state` returned."""
+    from torch.nn.attention import SDPBackend
+
+    for kernel, (switch, _) in _KERNELS.items():
+        getattr(torch.backends.cuda, "enable_" + switch)(state[kernel])
+    members = {k: getattr(SDPBackend, member) for k, (_, member) in _KERNELS.items()}
+    _set_priority([members[k] for k in state["priority"] if k in members])
+
+
+@contextlib.contextmanager
+def recorded_kernels():
+    """Inside the block, counts of the SDPA kernels that ran (a Counter
+    filled when the block ends): ``calls`` (every SDPA call, ours and
+    fairseq's), ``flash``/``efficient``/``cudnn``/``math``/``cpu_fused``
+    forward and ``<kernel>_backward``, by the profiler's operator names
+    (:data:`KERNEL_OPS`). The profiler costs time: record an untimed step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    counts = Counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        yield counts
+    for event in prof.key_averages():
+        if event.key in KERNEL_OPS:
+            counts[KERNEL_OPS[event.key]] += event.count

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""Per-update time of fairseq-train's update under each attention-kernel policy.
+
+Why: torch runs one of several SDPA kernels per attention call (flash,
+memory-efficient, cuDNN, math), and NMT batches bring a new shape
+(sentences x source length x target length) nearly every update. A kernel
+that prepares itself per shape (cuDNN builds an execution plan) pays that
+on every new shape, so its cost on variable-shape batches is not what a
+benchmark on a repeated shape shows. This script measures it directly.
+
+What: for each cell (size, model, precision, policy), in priority order:
+
+* sizes ``base`` (each architecture's Base preset) and ``study`` (the
+  study's d=128 size, ``fairseq_ctx.study.runs.SIZE``); ``toy`` (d=16, for
+  a CPU rehearsal);
+* models ``transformer`` (fairseq's, all its attention through torch's
+  ``F.multi_head_attention_forward``), ``ctxsan`` and ``dc`` (the variants
+  of ``fairseq_ctx/architectures.py``, their own attention through
+  ``fairseq_ctx/modules/fused_attention.py``);
+* precisions ``bf16`` and ``fp16`` as fairseq-train runs them (``--bf16``,
+  ``--fp16``: FP16Optimizer, loss scaling for fp16), ``fp32``;
+* policies (``fused_attention.POLICIES``): ``torch`` (torch's own choice),
+  ``cudnn-last``, ``no-cudnn``, and each kernel forced (math the fallback).
+
+one untimed update, then ``--updates`` updates on batches this process has
+not run before (``fresh_ms``: new shapes, as in the first epoch), then the
+same batches again (``seen_ms``: shapes seen, as in later epochs), timed
+with the GPU synchronized, each a whole ``Trainer.train_step`` (forward,
+backward, optimizer, as fairseq-train); then one more update under the
+profiler records which kernels actually ran (``kernels``: forward calls
+per kernel, ``<kernel>_backward``, ``calls`` = every SDPA call) and
+``sdpa_state`` the switches and priority order in effect. Every cell's JSON
+is written to ``--out`` the moment it is done (``SIZE-MODEL-PRECISION-POLICY.json``):
+a run killed at a time limit keeps every finished cell. Cells already in
+``--out`` are skipped (``--redo`` measures them again), so a second run
+continues where the first stopped.
+
+How: one child process runs the cells in order, keeping one model and
+Trainer per (size, model, precision) and one batch iterator per (size,
+precision) so that no batch is run twice except as ``seen``. torch settles
+its priority order at its first SDPA call (on sm90/sm100 it may put cuDNN
+first), so the child runs one tiny attention first and saves that state as
+the ``torch`` policy. A child that dies (a CUDA error takes the process
+with it) has its cell recorded as failed with the end of its stderr, and a
+new child goes on with the next cell. ``--deadline-s``: no cell starts
+unless the longest cell so far still fits before it.
+
+Examples::
+
+    # the 2-minute diagnosis on a GPU
+    python3 scripts/speed_diagnosis.py data/bible/bin --out benchmarks/gpu/diagnosis --deadline-s 120
+    # the CPU rehearsal of the same code at toy size
+    python3 scripts/speed_diagnosis.py data/bible/bin --out /tmp/diag --device cpu --sizes toy \\
+        --precisions fp32 --policies torch math --updates 2
+    # the table of a directory of cells
+    python3 scripts/speed_diagnosis.py --summary-of benchmarks/gpu/diagnosis
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+for path in (REPO, HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+import benchmark  # noqa: E402  (this directory's; torch-free at import)
+from fairseq_ctx import architectures  # noqa: E402  (torch-free)
+
+SIZES = ("base", "study", "toy")
+MODELS = ("transformer", "ctxsan", "dc")
+PRECISIONS = ("bf16", "fp16", "fp32")
+POLICY_NAMES = ("torch", "cudnn-last", "no-cudnn", "flash", "efficient", "cudnn", "math")  # fused_attention.POLICIES
+
+
+def size_flags(size):
+    if size == "base":
+        return []
+    if size == "toy":
+        return list(architectures.TINY_FLAGS)
+    from fairseq_ctx.study.runs import SIZE  # torch-free
+
+    return list(SIZE)
+
+
+def cells_of(opts):
+    """Every cell, most informative first: the Base transformer (what every
+    fairseq user runs) in each precision and policy, then the context
+    models at Base, then each size after it. The ``torch`` policy comes
+    first in each group."""
+    out = []
+    for size in opts.sizes:
+        for models in ([m for m in opts.models if m == "transformer"], [m for m in opts.models if m != "transformer"]):
+            for model in models:
+                for precision in opts.precisions:
+                    for policy in opts.policies:
+                        out.append({"size": size, "model": model, "precision": precision, "policy": policy})
+    return out
+
+
+def cell_name(cell):
+    return f"{cell['size']}-{cell['model']}-{cell['precision']}-{cell['policy']}.json"
+
+
+# ---------------------------------------------------------------- the child
+def run_cells(opts, cells):
+    """In the child: each cell in turn, its JSON written when it is done."""
+    import torch
+    import torch.nn.functional as F
+    from fairseq import utils
+
+    from fairseq_ctx.modules import fused_attention
+
+    torch.manual_seed(1)
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+    device = torch.device(opts.device)
+    # torch settles its default priority order at its first SDPA call on the device
+    x = torch.zeros(1, 1, 8, 8, device=device)
+    F.scaled_dot_product_attention(x, x, x)
+    torch_default = fused_attention.sdpa_state()
+    preferred_env = os.environ.get("TORCH_CUDNN_SDPA_PREFERRED")  # the cudnn-last policy sets it later
+
+    trainers, iterators = {}, {}
+
+    def trainer_of(cell):
+        key = (cell["size"], cell["model"], cell["precision"])
+        if key not in trainers:
+            variant = architectures.BY_NAME[cell["model"]]
+            cli = benchmark.fairseq_cli_args(opts.data, variant.arch, size_flags(cell["size"]), variant.flags,
+                                             opts.device, cell["precision"], opts.max_tokens)
+            cfg = benchmark.parse_train_args(cli, opts.device)
+            trainers[key] = benchmark.build_trainer(cfg)
+        return trainers[key]
+
+    def next_batch(cell, task, model):
+        key = (cell["size"], cell["precision"])
+        while True:
+            if key not in iterators:
+                task.load_dataset("train")
+                iterators[key] = task.get_batch_iterator(
+                    dataset=task.dataset("train"), max_tokens=opts.max_tokens,
+                    max_positions=utils.resolve_max_positions(task.max_positions(), model.max_positions()),
+                    ignore_invalid_inputs=True, required_batch_size_multiple=1, seed=1, num_workers=0,
+                ).next_epoch_itr(shuffle=True)
+            try:
+                return next(iterators[key])
+            except StopIteration:  # a new epoch: its batches repeat shapes already seen
+                del iterators[key]
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def timed(trainer, sample):
+        sync()
+        start = time.perf_counter()
+        trainer.train_step([sample])
+        sync()
+        return (time.perf_counter() - start) * 1000
+
+    deadline = opts.deadline_at or float("inf")
+    longest = 0.0
+    for cell in cells:
+        if time.time() + longest > deadline:
+            print(f"speed_diagnosis: deadline reached before {cell_name(cell)}", file=sys.stderr, flush=True)
+            return
+        print(f"CELL_START {cell_name(cell)}", flush=True)
+        t0 = time.time()
+        task, model, _, trainer = trainer_of(cell)
+        if cell["policy"] == "torch":
+            fused_attention.restore_sdpa_state(torch_default)
+        else:
+            fused_attention.restore_sdpa_state(torch_default)
+            fused_attention.apply_policy(cell["policy"])
+        state = fused_attention.sdpa_state()
+        updates_before = trainer.get_num_updates()
+        trainer.train_step([next_batch(cell, task, model)])  # untimed: allocations, first-call set-up
+        samples = [next_batch(cell, task, model) for _ in range(opts.updates)]
+        fresh = [timed(trainer, s) for s in samples]
+        seen = [timed(trainer, s) for s in samples]
+        with fused_attention.recorded_kernels() as kernels:
+            trainer.train_step([samples[0]])
+        sync()
+        result = dict(cell, fresh_ms=fresh, seen_ms=seen, fresh_median_ms=statistics.median(fresh),
+                      seen_median_ms=statistics.median(seen),
+                      tokens_per_update=statistics.mean(int(s["ntokens"]) for s in samples),
+                      shapes=[[int(s["net_input"]["src_tokens"].size(0)), int(s["net_input"]["src_tokens"].size(1)),
+                               int(s["target"].size(1))] for s in samples],
+                      skipped_updates=2 * opts.updates + 2 - (trainer.get_num_updates() - updates_before),
+                      kernels=dict(kernels), sdpa_state=state, torch_default_state=torch_default,
+                      params=sum(p.numel() for p in model.parameters()),
+                      **benchmark.optimizer_record(trainer), device_name=(
+                          torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"),
+                      torch=torch.__version__, cuda=torch.version.cuda,
+                      cudnn=torch.backends.cudnn.version() if device.type == "cuda" else None,
+                      torch_cudnn_sdpa_preferred=preferred_env,
+                      seconds=time.time() - t0, max_tokens=opts.max_tokens, device=opts.device)
+        benchmark.write_json_atomically(os.path.join(opts.out, cell_name(cell)), result)
+        longest = max(longest, time.time() - t0)
+        print(f"CELL_DONE {cell_name(cell)} fresh {result['fresh_median_ms']:.1f} ms seen "
+              f"{result['seen_median_ms']:.1f} ms kernels {benchmark.kernel_summary(kernels)}", flush=True)
+
+
+# ---------------------------------------------------------------- the parent
+def summary(out_dir) -> str:
+    """The Markdown table of every cell in ``out_dir``."""
+    rows = []
+    for name in sorted(os.listdir(out_dir)):
+        if not name.endswith(".json"):
+            continue
+        with open(os.path.join(out_dir, name)) as f:
+            c = json.load(f)
+        order = {m: i for i, m in enumerate(SIZES + MODELS + PRECISIONS + POLICY_NAMES)}
+        key = tuple(order.get(c[k], 99) for k in ("size", "model", "precision", "policy"))
+        if "failed" in c:
+            rows.append((key, f"| {c['size']} | {c['model']} | {c['precision']} | {c['policy']} | failed: "
+                              f"{c['failed']} | | | |"))
+            continue
+        rows.append((key, f"| {c['size']} | {c['model']} | {c['precision']} | {c['policy']} "
+                          f"| {c['fresh_median_ms']:.1f} | {c['seen_median_ms']:.1f} "
+                          f"| {benchmark.kernel_summary(c['kernels'])} | {c['device_name']} |"))
+    head = ["| size | model | precision | SDPA policy | ms per update, new shapes | ms per update, seen shapes "
+            "| attention kernels that ran (forward + backward calls) | device |", "|---|---|---|---|---|---|---|---|"]
+    return "\n".join(head + [row for _, row in sorted(rows)]) + "\n"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", nargs="?", help="binarized data directory (fairseq-preprocess output, joined dictionary)")
+    p.add_argument("--out", help="directory of the cells' JSON files (created)")
+    p.add_argument("--device", default="cuda", help="cuda (default) or cpu (a rehearsal)")
+    p.add_argument("--sizes", nargs="+", choices=SIZES, default=["base", "study"])
+    p.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    p.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=["bf16", "fp16"])
+    p.add_argument("--policies", nargs="+", choices=POLICY_NAMES, default=list(POLICY_NAMES))
+    p.add_argument("--updates", type=int, default=6, help="timed updates on new shapes (then again on seen ones)")
+    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--deadline-s", type=float, default=0.0,
+                   help="start no cell after this many seconds from now, nor one that would end after them by "
+                        "the longest cell so far (0: none)")
+    p.add_argument("--redo", action="store_true", help="measure the cells already in --out again")
+    p.add_argument("--summary-of", metavar="DIR", help="print the table of the cells in DIR, and run nothing")
+    # internal: the child
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--deadline-at", type=float, default=0.0, help=argparse.SUPPRESS)
+    opts = p.parse_args()
+
+    if opts.summary_of:
+        if not os.path.isdir(opts.summary_of):
+            p.error(f"--summary-of {opts.summary_of}: no such directory")
+        print(summary(opts.summary_of), end="")
+        return
+    if opts.data is None or not os.path.isdir(opts.data):
+        p.error(f"data directory not found: {opts.data}")
+    if not opts.out:
+        p.error("--out DIR is required (each cell's JSON goes there)")
+    if opts.updates < 1:
+        p.error("--updates must be at least 1")
+    if opts.child:
+        with open(opts.child) as f:
+            run_cells(opts, json.load(f))
+        return
+    os.makedirs(opts.out, exist_ok=True)
+    deadline_at = time.time() + opts.deadline_s if opts.deadline_s else 0.0
+    todo = [c for c in cells_of(opts) if opts.redo or not os.path.exists(os.path.join(opts.out, cell_name(c)))]
+    skipped = len(cells_of(opts)) - len(todo)
+    if skipped:
+        print(f"speed_diagnosis: {skipped} cells already in {opts.out}, skipped", file=sys.stderr)
+    env = {k: v for k, v in os.environ.items() if k != "FAIRSEQ_CTX_SDPA"}  # every policy is set per cell
+    while todo and not (deadline_at and time.time() >= deadline_at):
+        cells_file = os.path.join(opts.out, f".cells-{os.getpid()}.todo")  # not a cell: no .json
+        with open(cells_file, "w") as f:
+            json.dump(todo, f)
+        cmd = [sys.executable, os.path.abspath(__file__), os.path.abspath(opts.data), "--out",
+               os.path.abspath(opts.out), "--device", opts.device, "--max-tokens", str(opts.max_tokens),
+               "--updates", str(opts.updates), "--threads", str(opts.threads), "--child", cells_file,
+               "--deadline-at", str(deadline_at)]
+        # the child's log to a file (a pipe nobody reads until the end would fill and stall it)
+        log_path = os.path.join(opts.out, "child.log")
+        with open(log_path, "a") as log:
+            start = log.tell()
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=REPO, env=env)
+            current = None
+            for line in proc.stdout:
+                if line.startswith("CELL_START "):
+                    current = line.split()[1]
+                elif line.startswith("CELL_DONE "):
+                    print(line.rstrip(), flush=True)
+                    current = None
+            proc.wait()
+        with open(log_path) as log:
+            log.seek(start)
+            err = log.read()
+        os.remove(cells_file)
+        done = {c for c in os.listdir(opts.out)}
+        if proc.returncode != 0 and current is not None:
+            # the cell that was running when the child died: recorded, and the next child starts after it
+            cell = next(c for c in todo if cell_name(c) == current)
+            benchmark.write_json_atomically(os.path.join(opts.out, current), dict(
+                cell, failed=f"child exited with {proc.returncode}", stderr_tail=err[-3000:]))
+            print(f"speed_diagnosis: {current} failed (exit {proc.returncode}):\n{err[-1500:]}", file=sys.stderr)
+            done.add(current)
+        elif proc.returncode != 0:
+            sys.exit(f"speed_diagnosis: the child failed before its first cell:\n{err[-3000:]}")
+        todo = [c for c in todo if cell_name(c) not in done]
+        if proc.returncode == 0:
+            break  # the child stopped at the deadline, or did everything
+    if todo:
+        print(f"speed_diagnosis: {len(todo)} cells not run (deadline); run again to continue", file=sys.stderr)
+    print("\n" + summary(opts.out), end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""A pytest plugin that writes each test's result as its own JSON file the
+moment the test is done, for runs that may be killed at a time limit (the GPU
+runbook, scripts/gpu-call.sh): every finished test's outcome survives.
+
+    python3 -m pytest tests -m gpu -p tests.piece_results --pieces DIR [--skip-passed DONE]
+
+``--pieces DIR``: one file per test, ``DIR/<node id, made a file name>.json``
+with its node id, outcome (passed, failed, skipped, error), duration and, when
+it did not pass, the end of its report; written through a temporary file and
+a rename, so a kill leaves no half file. ``--skip-passed DONE``: tests whose
+file in DONE says passed (an earlier call's pieces, carried back) are
+deselected, so a second call goes on with the rest. With pytest-xdist only the
+controller writes (the workers' reports reach it one by one).
+"""
+import json
+import os
+import re
+
+import pytest
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("piece_results")
+    group.addoption("--pieces", metavar="DIR", help="write each test's result to its own JSON file in DIR")
+    group.addoption("--skip-passed", metavar="DIR",
+                    help="deselect the tests whose JSON in DIR (written by --pieces) says passed")
+
+
+def piece_name(nodeid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:200] + ".json"
+
+
+def passed_in(directory) -> set:
+    """Node ids that passed according to the pieces in ``directory``."""
+    out = set()
+    if not directory or not os.path.isdir(directory):
+        return out
+    for name in os.listdir(directory):
+        if name.endswith(".json"):
+            try:
+                with open(os.path.join(directory, name)) as f:
+                    piece = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if piece.get("outcome") == "passed":
+                out.add(piece["nodeid"])
+    return out
+
+
+def pytest_collection_modifyitems(config, items):
+    done = passed_in(config.getoption("skip_passed"))
+    if not done:
+        return
+    keep = [item for item in items if item.nodeid not in done]
+    dropped = [item for item in items if item.nodeid in done]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def _write(directory, doc):
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, piece_name(doc["nodeid"]))
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(tmp, path)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    config = _CONFIG.get("config")
+    if config is None or hasattr(config, "workerinput"):  # an xdist worker: the controller writes
+        return
+    directory = config.getoption("pieces")
+    if not directory:
+        return
+    # one file per test: the call phase's outcome, or the setup's when the test never ran
+    # (skipped, or an error in a fixture); an error in teardown overrides a pass
+    if report.when == "call" or (report.when == "setup" and not report.passed) or \
+            (report.when == "teardown" and report.failed):
+        outcome = report.outcome if report.when == "call" else ("skipped" if report.skipped else "error")
+        doc = {"nodeid": report.nodeid, "outcome": outcome, "when": report.when,
+               "duration_s": round(report.duration, 3)}
+        if not report.passed:
+            doc["report"] = str(report.longrepr)[-4000:]
+        for name, content in report.user_properties:
+            doc.setdefault("properties", {})[name] = content
+        _write(directory, doc)
+
+
+_CONFIG = {}
+
+
+def pytest_configure(config):
+    _CONFIG["config"] = config

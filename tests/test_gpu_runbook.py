@@ -1,0 +1,166 @@
+"""The GPU runbook's calls (``scripts/gpu-call.sh``), rehearsed on CPU at toy
+size: a call killed at its time limit keeps every piece it finished.
+
+The GPU machine gives each command a time limit and kills it there; what
+the command left under its output directory comes back. Each step writes
+one JSON per finished piece (a benchmark child, a diagnosis cell, a test),
+through a temporary file and a rename. Here each step runs as the runbook
+runs it, is killed with SIGKILL (the whole process group, as a time limit
+does) once its first piece is written, and the pieces are read back; a
+second call goes on where the first stopped (the diagnosis skips the cells
+it has; pytest deselects the tests that passed).
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.utils import REPO
+
+
+# the call's own deadline (450 s) cut to the machine's pace would stop a toy call on a
+# shared CPU before the kill this test is about; the deadline has a test of its own
+NO_DEADLINE = {"GPU_CALL_BUDGET_S": "5000"}
+
+
+def _start(args, env=None, cwd=REPO):
+    """A call in its own process group (a time limit kills the group)."""
+    return subprocess.Popen(args, cwd=cwd, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _kill_when(proc, ready, timeout=900):
+    """SIGKILL ``proc``'s process group as soon as ``ready()`` holds; its output."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            pytest.fail(f"the call ended before it was killed (exit {proc.returncode}):\n{proc.stdout.read()[-3000:]}")
+        assert time.monotonic() < deadline, "no piece was written in time"
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return proc.stdout.read()
+
+
+def _pieces(directory):
+    return sorted(p for p in os.listdir(directory) if p.endswith(".json")) if os.path.isdir(directory) else []
+
+
+def test_benchmark_call_killed_midway_keeps_its_finished_children(doc_corpus, tmp_path):
+    """``gpu-call.sh bench`` at toy size in fp16: killed while the second
+    child runs, the baseline's JSON is there, whole, and is fairseq-train's
+    fp16 (FP16Optimizer with a loss scale); ``--markdown-of`` reads the
+    pieces directory."""
+    out = tmp_path / "call"
+    proc = _start(["bash", "scripts/gpu-call.sh", "bench", str(out), "--device", "cpu", "--size", "tiny",
+                   "--threads", "1", "--max-tokens", "400", "--warmup-updates", "1", "--train-updates", "2",
+                   "--decode-sentences", "8", "--decode-batch-size", "4", "--precision", "fp16",
+                   "--variants", "ctxsan", "dc"], env={"DATA_BIN": str(doc_corpus[1]), **NO_DEADLINE})
+    _kill_when(proc, lambda: _pieces(out / "bench"))
+    pieces = _pieces(out / "bench")
+    assert len(pieces) == 1 and pieces[0].endswith("-transformer.json"), pieces
+    piece = json.loads((out / "bench" / pieces[0]).read_text())
+    result = piece["result"]
+    assert piece["label"] == "transformer" and piece["settings"]["precision"] == "fp16"
+    assert result["train_tok_s"] > 0 and result["decode_tok_s"] > 0
+    assert result["optimizer"] == "FP16Optimizer" and result["loss_scale"] > 0  # fairseq-train's --fp16
+    assert result["sdpa_kernels_train"]["calls"] > 0
+    assert not (out / "bench.json").exists()  # the whole run's JSON would have come only at its end
+    table = subprocess.run([sys.executable, "scripts/benchmark.py", "--markdown-of", str(out / "bench")],
+                           cwd=REPO, capture_output=True, text=True)
+    assert table.returncode == 0, table.stderr
+    assert "| `transformer` (" in table.stdout and "fp16" in table.stdout
+    assert f"{result['train_tok_s']:.0f} train tok/s" in table.stdout
+
+
+def test_diagnosis_call_killed_midway_keeps_its_cells_and_the_next_call_goes_on(doc_corpus, tmp_path):
+    """``gpu-call.sh diagnose`` at toy size: killed after its first cell, the
+    cell's JSON is whole; a second call into the same directory measures
+    only the cells missing; the forced math policy ran the math kernel, and
+    torch's own choice on CPU the fused CPU kernel."""
+    out = tmp_path / "call"
+    args = ["bash", "scripts/gpu-call.sh", "diagnose", str(out), "--device", "cpu", "--sizes", "toy",
+            "--models", "transformer", "ctxsan", "--precisions", "fp32", "--policies", "torch", "math",
+            "--updates", "2", "--threads", "1", "--deadline-s", "0"]
+    env = {"DATA_BIN": str(doc_corpus[1]), **NO_DEADLINE}
+    _kill_when(_start(args, env), lambda: _pieces(out / "diagnosis"))
+    first = _pieces(out / "diagnosis")
+    assert first == ["toy-transformer-fp32-torch.json"], first
+    kept = (out / "diagnosis" / first[0]).read_text()
+    cell = json.loads(kept)
+    assert len(cell["fresh_ms"]) == len(cell["seen_ms"]) == 2 and cell["fresh_median_ms"] > 0
+    assert cell["kernels"]["cpu_fused"] == cell["kernels"]["calls"] > 0
+
+    proc = _start(args, env)
+    output, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, output[-3000:]
+    assert "1 cells already in" in output
+    assert _pieces(out / "diagnosis") == sorted(f"toy-{m}-fp32-{p}.json" for m in ("transformer", "ctxsan")
+                                                for p in ("torch", "math"))
+    assert (out / "diagnosis" / first[0]).read_text() == kept  # not measured again
+    for model in ("transformer", "ctxsan"):
+        forced = json.loads((out / "diagnosis" / f"toy-{model}-fp32-math.json").read_text())
+        assert forced["kernels"]["math"] == forced["kernels"]["calls"] > 0 and not forced["kernels"].get("cpu_fused")
+        assert forced["sdpa_state"]["priority"][0] == "math" and forced["optimizer"] == "FairseqAdam"
+    assert "| toy | ctxsan | fp32 | math |" in output  # the summary table
+
+
+def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path):
+    """``-p tests.piece_results``: one JSON per finished test; killed during
+    the third test, the two before it are kept; ``--skip-passed`` with them
+    runs only the tests that did not pass."""
+    (tmp_path / "test_toy.py").write_text(
+        "import time\n"
+        "def test_a(record_property):\n    record_property('kernels', {'math': 2})\n"
+        "def test_b():\n    assert 1 == 2\n"
+        "def test_c():\n    time.sleep(600)\n")
+    pieces = tmp_path / "pieces"
+    cmd = [sys.executable, "-m", "pytest", "test_toy.py", "-q", "-p", "no:cacheprovider", "-p",
+           "tests.piece_results", "--pieces", str(pieces)]
+    env = {"PYTHONPATH": REPO.as_posix()}
+    _kill_when(_start(cmd, env, cwd=tmp_path), lambda: len(_pieces(pieces)) == 2, timeout=120)
+    found = {json.loads((pieces / p).read_text())["nodeid"]: json.loads((pieces / p).read_text())
+             for p in _pieces(pieces)}
+    assert set(found) == {"test_toy.py::test_a", "test_toy.py::test_b"}
+    assert found["test_toy.py::test_a"]["outcome"] == "passed"
+    assert found["test_toy.py::test_a"]["properties"] == {"kernels": {"math": 2}}
+    failed = found["test_toy.py::test_b"]
+    assert failed["outcome"] == "failed" and "assert 1 == 2" in failed["report"]
+    proc = _start([*cmd[:-2], "--pieces", str(tmp_path / "next"), "--skip-passed", str(pieces), "-k", "not test_c"],
+                  env, cwd=tmp_path)
+    output, _ = proc.communicate(timeout=120)
+    assert "1 failed, 2 deselected" in output, output  # test_a passed before, test_c left out by -k
+    assert [json.loads((tmp_path / "next" / p).read_text())["nodeid"] for p in _pieces(tmp_path / "next")] == [
+        "test_toy.py::test_b"]
+
+
+def test_benchmark_deadline_starts_no_child_that_would_not_end_in_time(monkeypatch, tmp_path):
+    """``--deadline-s``: the first child always runs; after it, no child
+    starts unless the longest child so far still fits; the rest are listed,
+    and the results hold the children that ran."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("benchmark_script", os.path.join(REPO, "scripts", "benchmark.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    ran = []
+
+    def fake_child(opts, label, arch, flags, first=None):
+        ran.append(label)
+        time.sleep(0.3)
+        return {"params": 1.0, "train_tok_s": 10.0, "decode_sent_s": 1.0, "decode_tok_s": 5.0, "peak_mem_mb": 1.0,
+                "train_flops_tok": 2.0, "decode_flops_tok": 2.0, "device_name": "cpu", "peak_flops": None}
+    monkeypatch.setattr(bench, "run_child", fake_child)
+    monkeypatch.setattr(bench, "reuses_sentence_states", lambda arch: False)
+    out = tmp_path / "b.json"
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", str(tmp_path), "--variants", "ctxsan", "dc", "gret",
+                                      "--deadline-s", "0.5", "--pieces", str(tmp_path / "pieces"), "--json", str(out)])
+    bench.main()
+    doc = json.loads(out.read_text())
+    assert ran == ["transformer"] and set(doc["results"]) == {"transformer"}
+    assert doc["not_run"] == ["ctxsan (round 1)", "dc (round 1)", "gret (round 1)"]
+    assert len(_pieces(tmp_path / "pieces")) == 1
