@@ -32,7 +32,7 @@ setup(
             "fairseq-ctx-translate = fairseq_ctx.translate:cli_main",
             "fairseq-ctx-score = fairseq_ctx.evaluation.score:cli_main",
             "fairseq-ctx-contrastive = fairseq_ctx.cli:contrastive",
-            "fairseq-ctx-context-usage = fairseq_ctx.context_usage:cli_main",
+            "fairseq-ctx-context-usage = fairseq_ctx.evaluation.context_usage:cli_main",
             "fairseq-ctx-table = fairseq_ctx.tables.__main__:main",
             "fairseq-ctx-ctxsan-gates = fairseq_ctx.cli:ctxsan_gates",
             "fairseq-ctx-ctxsan-pos = fairseq_ctx.cli:ctxsan_pos",

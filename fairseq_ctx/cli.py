@@ -464,7 +464,7 @@ def _console(module: str):
 
 
 def contrastive():
-    _console("fairseq_ctx.contrastive")
+    _console("fairseq_ctx.evaluation.contrastive")
 
 
 def ctxsan_gates():

@@ -28,7 +28,7 @@ def make_spec(args: argparse.Namespace) -> Spec:
     the document task gives each sentence the previous sentence(s) of its
     group (none for the first of a group), and ``next``/``random`` context
     and the consistency test sets work. Joint subword-nmt BPE (one codes
-    file, usable with ``fairseq_ctx.contrastive --bpe subword_nmt
+    file, usable with ``fairseq_ctx.evaluation.contrastive --bpe subword_nmt
     --bpe-codes``), separate dictionaries."""
     if args.release == "2018":
         def corpus(name):

@@ -268,7 +268,7 @@ MUTANTS: List[Mutant] = [
            "return list(sentences[:self.size]) if self.size > 0 else []",
            ("tests/test_contrastive.py::test_context_slice_keeps_the_newest",),
            "the scorer keeps the oldest --context-size context sentences instead of the newest"),
-    Mutant("contrastive_ensemble_mean_logprob", "fairseq_ctx/contrastive/scorer.py",
+    Mutant("contrastive_ensemble_mean_logprob", "fairseq_ctx/evaluation/contrastive/scorer.py",
            "torch.logsumexp(torch.stack(token_lprobs), dim=0) - math.log(len(token_lprobs)))",
            "torch.stack(token_lprobs).mean(dim=0))",
            ("tests/test_contrastive.py::test_two_model_ensemble_matches_fairseq_sequence_scorer",),

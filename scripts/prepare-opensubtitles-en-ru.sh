@@ -21,7 +21,7 @@
 #   becomes a 4-line document: {split}.en-ru.docids beside the binarized data,
 #   so that --context-size 1 gives each sentence the previous sentence of its
 #   group (the first of a group gets none). Joint subword-nmt BPE (32000
-#   merges, one codes file that fairseq_ctx.contrastive can apply with --bpe
+#   merges, one codes file that fairseq_ctx.evaluation.contrastive can apply with --bpe
 #   subword_nmt --bpe-codes), separate dictionaries; training groups with an
 #   empty or over-long (>250 tokens) sentence dropped whole.
 # Both: no tokenizer, no ratio filter (subtitle lines are short).

@@ -36,7 +36,7 @@ def test_bootstrap_interval_of_a_constant_is_the_constant():
 
 
 def _usage(doc_corpus, checkpoint, tmp_path, *extra):
-    from fairseq_ctx.context_usage import main
+    from fairseq_ctx.evaluation.context_usage import main
 
     return main([str(doc_corpus[1]), "--path", str(checkpoint), "--task", "document_translation",
                  "--context-size", "1", "--cpu", "--bootstrap", "100", "--results", str(tmp_path / "u.json"),
@@ -137,7 +137,7 @@ def _voita_set(doc_corpus, tmp_path):
 
 def test_contrastive_accuracy_with_true_shuffled_and_no_context(doc_corpus, trained_checkpoint,
                                                                 sentence_level_checkpoint, tmp_path):
-    from fairseq_ctx.contrastive.command import main as contrastive_main
+    from fairseq_ctx.evaluation.contrastive.command import main as contrastive_main
 
     flags = _voita_set(doc_corpus, tmp_path)
     plain = _usage(doc_corpus, sentence_level_checkpoint, tmp_path, *flags)["contrastive"]
@@ -146,30 +146,75 @@ def test_contrastive_accuracy_with_true_shuffled_and_no_context(doc_corpus, trai
     # the true context: what fairseq-ctx-contrastive reports for the same set
     alone = contrastive_main([str(doc_corpus[1]), "--path", str(trained_checkpoint("ctxenc")), "--cpu", *flags])
     assert ctx["true"]["correct"] == alone["correct"] and ctx["true"]["groups"] == 4
-    assert {ctx[k]["groups"] for k in ("shuffled", "none")} == {4}
+    assert {ctx[k]["groups"] for k in ("shuffled", "none", "random")} == {4}
 
 
 def test_the_shuffled_contrastive_contexts_are_a_derangement():
-    from fairseq_ctx.context_usage import _deranged_groups
-    from fairseq_ctx.contrastive.groups import Candidate, Group
+    from fairseq_ctx.evaluation.conditions import SHUFFLED
+    from fairseq_ctx.evaluation.context_usage import with_context_of
+    from fairseq_ctx.evaluation.contrastive.groups import Candidate, Group
 
     groups = [Group([Candidate("s", "t", [f"c{i}"], target_context=[f"d{i}"])] * 2, 0) for i in range(7)]
-    out = _deranged_groups(groups, seed=5)
+    out = with_context_of(groups, SHUFFLED.donors(len(groups), seed=5))
     got = [g.candidates[0].source_context[0] for g in out]
     assert sorted(got) == [f"c{i}" for i in range(7)] and all(got[i] != f"c{i}" for i in range(7))
     assert all(g.candidates[1].target_context[0] == "d" + g.candidates[1].source_context[0][1:] for g in out)
-    assert got == [g.candidates[0].source_context[0] for g in _deranged_groups(groups, seed=5)]
+    again = with_context_of(groups, SHUFFLED.donors(len(groups), seed=5))
+    assert got == [g.candidates[0].source_context[0] for g in again]
+
+
+def test_every_condition_as_a_rule_and_as_donors():
+    """One list: each condition's rule for a split (the model's size kept,
+    0 for none; mode and shuffling its own; the seed given) and the items
+    whose context each item gets under it."""
+    from fairseq_ctx.data.context_selection import ContextRule
+    from fairseq_ctx.evaluation.conditions import BY_NAME, CONDITIONS, NONE, RANDOM, SHUFFLED, TRUE
+
+    assert [c.name for c in CONDITIONS] == ["true", "none", "shuffled", "random"] and BY_NAME["none"] is NONE
+    trained = ContextRule(size=2, mode="random", seed=9, shuffle=True)   # e.g. the random-context control
+    assert TRUE.rule(trained, 3) == ContextRule(size=2, mode="previous", seed=3, shuffle=False)
+    assert NONE.rule(trained, 3) == ContextRule(size=0, mode="previous", seed=3, shuffle=False)
+    assert SHUFFLED.rule(trained, 3) == ContextRule(size=2, mode="previous", seed=3, shuffle=True)
+    assert RANDOM.rule(trained, 3) == ContextRule(size=2, mode="random", seed=3, shuffle=False)
+    assert TRUE.donors(4, 1).tolist() == [0, 1, 2, 3] and NONE.donors(3, 1).tolist() == [-1, -1, -1]
+    drawn = RANDOM.donors(50, 4)
+    assert (drawn != np.arange(50)).all() and (drawn >= 0).all() and len(set(drawn.tolist())) < 50
+    assert drawn.tolist() == RANDOM.donors(50, 4).tolist() != RANDOM.donors(50, 5).tolist()
+    # the donors of a split's sentences are what the rule gives the same sentences as one-line documents
+    assert drawn.tolist() == RANDOM.rule(ContextRule(size=1), 4).index(np.arange(50))[:, 0].tolist()
+
+
+def test_scoring_under_a_condition_leaves_the_task_configuration_alone(doc_corpus, trained_checkpoint):
+    """The usage report loads each condition's split with its own rule: the
+    task's flags are the checkpoint's before and after, and a split loaded
+    with the none rule has no context rows where the true one has."""
+    from fairseq import checkpoint_utils
+
+    import fairseq_ctx
+    from fairseq_ctx.evaluation.conditions import CONDITIONS, NONE, TRUE
+
+    fairseq_ctx.register()
+    _, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(trained_checkpoint("ctxenc"))], arg_overrides={"data": str(doc_corpus[1])})
+    before = {k: getattr(task.cfg, k) for k in ("context_size", "context_mode", "shuffle_context", "context_seed")}
+    index = {}
+    for c in CONDITIONS:
+        task.load_dataset("test", context_rule=c.rule(task.context_rule, seed=7))
+        index[c.name] = task.dataset("test").context_index.copy()
+    assert {k: getattr(task.cfg, k) for k in before} == before
+    assert (index[NONE.name] == -1).all() and (index[TRUE.name] >= 0).any()
+    assert (index["shuffled"] != index[TRUE.name]).any() and (index["random"] >= 0).all()
 
 
 # ----------------------------------------------------------- generated accuracy
 def _group(cands, true_index=0, **meta):
-    from fairseq_ctx.contrastive.groups import Candidate, Group
+    from fairseq_ctx.evaluation.contrastive.groups import Candidate, Group
 
     return Group([Candidate("src", c, ["ctx"], target_context=["tctx"]) for c in cands], true_index, meta=meta)
 
 
 def test_which_items_qualify_and_their_forms():
-    from fairseq_ctx.contrastive.generated import item_forms
+    from fairseq_ctx.evaluation.contrastive.generated import item_forms
 
     f, why = item_forms(_group(["And he said to her, go.", "And she said to her, go."]))
     assert why == "" and f.pairs == ((("he",), ("she",)),)
@@ -188,7 +233,7 @@ def test_which_items_qualify_and_their_forms():
 
 
 def test_the_check_counts_forms_relative_to_the_true_candidate():
-    from fairseq_ctx.contrastive.generated import check, item_forms
+    from fairseq_ctx.evaluation.contrastive.generated import check, item_forms
 
     f, _ = item_forms(_group(["she said he would come", "he said he would come"]))
     assert check(f, "She said he would come.") == "right"  # the reference itself, though it holds "he"
@@ -203,7 +248,7 @@ def test_the_check_counts_forms_relative_to_the_true_candidate():
 
 
 def test_the_summary_and_the_scores_right_translates_wrong_matrix():
-    from fairseq_ctx.contrastive.generated import summarize
+    from fairseq_ctx.evaluation.contrastive.generated import summarize
 
     groups = [_group(["a", "b"], dist=d) for d in (1, 1, 2, 2, 3)]
     res = summarize(groups, [0, 1, 2, 4], ["right", "neither", "wrong", "right"],

@@ -1,4 +1,4 @@
-"""Tests of the contrastive evaluation command (fairseq_ctx.contrastive):
+"""Tests of the contrastive evaluation command (fairseq_ctx.evaluation.contrastive):
 readers of the Voita et al. (2019), ContraPro and Bawden et al. (2018)
 formats, tie handling, per-distance accuracy, and end-to-end scoring with a
 tiny transformer_ctxenc trained for a few updates."""
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import fairseq_ctx  # noqa: F401  (registers the task and the archs)
-from fairseq_ctx import contrastive as ce
+from fairseq_ctx.evaluation import contrastive as ce
 from tests.utils import generate, make_parallel_data, preprocess, run_cli, train
 
 torch.set_num_threads(1)
@@ -420,7 +420,7 @@ def test_command_line_end_to_end(trained, tmp_path):
     raw, bin_dir, ckpt = trained
     src, dst, js = hand_made_set(raw, tmp_path)
     out, scores_file = tmp_path / "res.json", tmp_path / "scores.txt"
-    proc = run_cli("fairseq_ctx.contrastive", [
+    proc = run_cli("fairseq_ctx.evaluation.contrastive", [
         bin_dir, "--path", ckpt, "--format", "voita", "--src", src, "--dst", dst, "--json", js,
         *TASK, "--context-size", 1, "--batch-size", 5, "--cpu", "--results", out, "--scores-out", scores_file])
     print(proc.stdout)
@@ -443,7 +443,7 @@ def test_command_line_end_to_end(trained, tmp_path):
     assert ce.evaluate(groups, [-np.array(losses[3 * i:3 * i + 3]) for i in range(8)])["correct"] == res["correct"]
     # a malformed set: one line, naming the file
     dst.write_text("\n".join(dst.read_text().splitlines()[:-2]) + "\n")
-    proc = run_cli("fairseq_ctx.contrastive", [bin_dir, "--path", ckpt, "--format", "voita", "--src", src,
+    proc = run_cli("fairseq_ctx.evaluation.contrastive", [bin_dir, "--path", ckpt, "--format", "voita", "--src", src,
                                                "--dst", dst, "--json", js], check=False)
     assert proc.returncode != 0
     assert f"fairseq_ctx: error: {dst}: 22 lines, but {js} lists 24 candidates in 8 groups" in proc.stderr
@@ -583,14 +583,14 @@ def test_unk_warning(trained, tmp_path, caplog):
     scorer, _, _ = load_scorer(bin_dir, ckpt)
     cands = [g.candidates[g.true_index] for g in ce.read_voita(*hand_made_set(raw, tmp_path))]
     def warnings():  # other loggers may print INFO lines while the scorer loads (e.g. fairseq's dictionary sizes)
-        return [r.getMessage() for r in caplog.records if r.levelno >= 30 and r.name == "fairseq_ctx.contrastive"]
+        return [r.getMessage() for r in caplog.records if r.levelno >= 30 and r.name == "fairseq_ctx.evaluation.contrastive"]
 
-    with caplog.at_level("WARNING", logger="fairseq_ctx.contrastive"):
+    with caplog.at_level("WARNING", logger="fairseq_ctx.evaluation.contrastive"):
         scorer.score(cands)
     assert scorer.unk_rates == {"source": 0.0, "target": 0.0} and not warnings()
     words = [ce.Candidate(c.source, " ".join("q" + w for w in c.target.split()), c.source_context)
              for c in cands]
-    with caplog.at_level("WARNING", logger="fairseq_ctx.contrastive"):
+    with caplog.at_level("WARNING", logger="fairseq_ctx.evaluation.contrastive"):
         scorer.score(words)
     assert scorer.unk_rates == {"source": 0.0, "target": 1.0}
     (msg,) = warnings()

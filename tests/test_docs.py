@@ -495,7 +495,7 @@ def test_the_plugin_and_the_preparation_package_share_the_error_prefix_without_i
 
     assert plugin == ERROR_PREFIX == "fairseq_ctx: error: "
     code = ("import sys, fairseq_ctx, fairseq_ctx.models, fairseq_ctx.tasks.document_translation, "
-            "fairseq_ctx.study.__main__, fairseq_ctx.study.data, fairseq_ctx.translate, fairseq_ctx.context_usage; "
+            "fairseq_ctx.study.__main__, fairseq_ctx.study.data, fairseq_ctx.translate, fairseq_ctx.evaluation.context_usage; "
             "print(sorted(m for m in sys.modules if m.startswith('fairseq_ctx_prep')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -456,7 +456,7 @@ def test_context_owners_name_no_architecture():
 
     for name in ("fairseq_ctx.tasks.document_translation", "fairseq_ctx.tasks.document_decoding",
                  "fairseq_ctx.data.context_input", "fairseq_ctx.data.split_context", "fairseq_ctx.hub",
-                 "fairseq_ctx.contrastive", "fairseq_ctx.contrastive.scorer", "fairseq_ctx.contrastive.command"):
+                 "fairseq_ctx.evaluation.contrastive", "fairseq_ctx.evaluation.contrastive.scorer", "fairseq_ctx.evaluation.contrastive.command"):
         source = inspect.getsource(importlib.import_module(name))
         found = re.findall(r"fairseq_ctx\.model[s]?\b|fairseq_ctx\.modules|\b(?:ctxenc|ctxsan|gret|dc)\b", source)
         assert not found, (name, found)

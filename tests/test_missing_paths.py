@@ -43,8 +43,8 @@ def ckpt(trained_checkpoint):
 
 @pytest.mark.parametrize("module,extra", [
     ("fairseq_ctx.translate", ["--input", "{root}/in.txt"]),
-    ("fairseq_ctx.context_usage", []),
-    ("fairseq_ctx.contrastive", ["--format", "voita", "--src", "{root}/in.txt", "--dst", "{root}/in.txt",
+    ("fairseq_ctx.evaluation.context_usage", []),
+    ("fairseq_ctx.evaluation.contrastive", ["--format", "voita", "--src", "{root}/in.txt", "--dst", "{root}/in.txt",
                                  "--json", "{root}/set.json"]),
     ("fairseq_ctx.analysis.ctxsan_gates", ["--out", "{root}/gates"]),
     ("fairseq_ctx.analysis.dc_divergence", ["--out", "{root}/dc"]),
@@ -65,7 +65,7 @@ def test_not_binarized_data_and_a_wrong_split_are_one_line(files, ckpt, doc_corp
     _one_line("fairseq_ctx.translate", [raw, "--path", ckpt, "--input", files / "in.txt"],
               f"{PREFIX}DATA-BIN {raw}: no dict.*.txt in it; not binarized data (fairseq-preprocess output, e.g. "
               "data/bible/bin)")
-    _one_line("fairseq_ctx.context_usage", [bin_dir, "--path", ckpt, "--gen-subset", "tset"],
+    _one_line("fairseq_ctx.evaluation.context_usage", [bin_dir, "--path", ckpt, "--gen-subset", "tset"],
               f"{PREFIX}--gen-subset tset: no such split in {bin_dir} (it has: test, train, valid)")
     _one_line("fairseq_ctx.analysis.dc_divergence", [bin_dir, "--path", ckpt, "--gen-subset", "tset", "--out",
                                                      files / "dc"],
@@ -85,9 +85,9 @@ def test_missing_files_are_one_line(files, ckpt, doc_corpus):
     _one_line("fairseq_ctx.analysis.gret_global_state", [bin_dir, "--path", f"{ckpt}:{files}/other.pt",
                                                          "--out", files / "gret"],
               f"{PREFIX}--path {files}/other.pt: no such checkpoint file")
-    _one_line("fairseq_ctx.context_usage", [bin_dir, "--path", ckpt, "--results", files / "no-dir" / "u.json"],
+    _one_line("fairseq_ctx.evaluation.context_usage", [bin_dir, "--path", ckpt, "--results", files / "no-dir" / "u.json"],
               f"{PREFIX}--results {files}/no-dir/u.json: no such directory {files}/no-dir")
-    _one_line("fairseq_ctx.contrastive", [bin_dir, "--path", ckpt, "--format", "voita", "--src", files / "in.txt",
+    _one_line("fairseq_ctx.evaluation.contrastive", [bin_dir, "--path", ckpt, "--format", "voita", "--src", files / "in.txt",
                                           "--dst", files / "in.txt", "--json", files / "missing.json"],
               f"{PREFIX}--json {files}/missing.json: no such file")
     _one_line("fairseq_ctx.analysis.ctxsan_pos", [files / "tokens.jsonl", "--out", files / "pos"],

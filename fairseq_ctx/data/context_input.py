@@ -62,6 +62,8 @@ class InputMode(str):
     stream: "InputMode"
     # what a length cap counts, for the warning that names it
     cap_note = ""
+    # how the context reaches the model, in the reports' words
+    meaning = "ignored (sentence-level model)"
 
     def __new__(cls):
         return super().__new__(cls, cls.label)
@@ -98,6 +100,7 @@ class _None(InputMode):
 
 class _Concat(InputMode):
     label = "concat"
+    meaning = "concatenated to the source"
     uses_context = True
     cap_note = ", counting the sentence itself with --concat-context"
 
@@ -121,6 +124,7 @@ class _Concat(InputMode):
 
 class _Separate(InputMode):
     label = "separate"
+    meaning = "separate input"
     uses_context = True
 
     def cut(self, src_sizes, context_lengths, limit):

@@ -80,18 +80,18 @@ def context_file_index(prefix: str, pair, dictionary, rule: ContextRule):
     return (index, pair.src, pair.src_sizes) if of_split else (index, ctx, ctx.sizes)
 
 
-def split_context(data_path: str, split: str, pair, dictionary, cfg):
+def split_context(data_path: str, split: str, pair, dictionary, src: str, tgt: str, rule: ContextRule,
+                  target_context: bool = False):
     """``(index, pool, pool sizes, description)`` of a loaded split
-    ``pair``: from its context file when there is one, else from its
-    docids.  ``cfg``: the task flags (languages, context flags)."""
-    src, tgt = cfg.source_lang, cfg.target_lang
+    ``pair`` (languages ``src``-``tgt``) under the context rule ``rule``:
+    from its context file when there is one, else from its docids.
+    ``target_context``: the previous target sentences are needed too, which
+    a context file does not have."""
     prefix = context_file_prefix(data_path, split, src, tgt)
     if prefix is not None:
-        if getattr(cfg, "target_context", False):
+        if target_context:
             raise ConfigError(f"--target-context needs the previous target sentences, which {prefix} (source "
                               "side only) does not have")
-        return (*context_file_index(prefix, pair, dictionary, ContextRule.from_cfg(cfg)),
-                f"explicit context {os.path.basename(prefix)}")
+        return (*context_file_index(prefix, pair, dictionary, rule), f"explicit context {os.path.basename(prefix)}")
     docids = read_docids(docids_path(data_path, split, src, tgt), len(pair))
-    return (ContextRule.from_cfg(cfg).index(docids), pair.src, pair.src_sizes,
-            f"{len(set(docids.tolist()))} documents")
+    return rule.index(docids), pair.src, pair.src_sizes, f"{len(set(docids.tolist()))} documents"

@@ -1,4 +1,14 @@
-"""Scoring translations as the papers did.
+"""Evaluation, in one area: scoring translations as the papers did, and
+measuring how a model uses its context.
+
+* :mod:`.conditions`: the contexts every analysis compares (true, none,
+  shuffled, random), written once.
+* :mod:`.cxmi`: CXMI and point-wise CXMI from token scores.
+* :mod:`.contrastive`: contrastive test sets (Voita et al., ContraPro,
+  Bawden et al.) read, scored and counted as their official scripts do;
+  generated accuracy; the command ``fairseq-ctx-contrastive``.
+* :mod:`.context_usage`: the command ``fairseq-ctx-context-usage`` (CXMI,
+  contrastive and generated accuracy under every condition).
 
 * :mod:`.bleu`: read hypotheses from a fairseq-generate log or a text file
   (:func:`read_hypotheses`), detokenized sacreBLEU with its signature

@@ -2,8 +2,8 @@
 window of updates for every run), beam search on the test set (and again
 with shuffled context for context models), the averaged model's validation
 loss, ``fairseq-ctx-context-usage`` (CXMI, and the balanced context test of
-``fairseq_ctx.study.context_set`` with true, shuffled and no context, per
-class), and the paper's analysis of its architecture.  Every step writes its output under ``RUN/eval/`` and is
+``fairseq_ctx.study.context_set`` under the four conditions of
+:mod:`fairseq_ctx.evaluation.conditions`, per class), and the paper's analysis of its architecture.  Every step writes its output under ``RUN/eval/`` and is
 skipped when that output exists, so evaluation resumes like training.
 """
 import json
@@ -145,9 +145,10 @@ def usage(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, settin
           device: str = "cpu") -> Dict:
     """``fairseq-ctx-context-usage`` on the averaged model: CXMI on the test
     set (true context against none, shuffled, random; bootstrap intervals)
-    and the balanced context test with true, shuffled (a derangement of the
-    items' contexts: another verse of the Bible, the random-context
-    control's own kind of context) and no context, per class; for models
+    and the balanced context test under the four conditions (true; none;
+    shuffled, a derangement of the items' contexts; random, another item's
+    context drawn at random: another verse of the Bible, the random-context
+    control's own kind of context), per class; for models
     that use context also generated accuracy (beam 4).  Sentence-level
     models get the same report without translating (their translation
     cannot depend on the context: CXMI 0 and every condition equal, which
@@ -156,7 +157,7 @@ def usage(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, settin
     if not os.path.exists(path):
         ckpt = average(out, run, settings)
         concat = ["--concat-context"] if "--concat-context" in run.flags else []
-        _call([sys.executable, "-m", "fairseq_ctx.context_usage", bin_dir, "--path", ckpt,
+        _call([sys.executable, "-m", "fairseq_ctx.evaluation.context_usage", bin_dir, "--path", ckpt,
                "--task", "document_translation", "--context-size", "1", *concat,
                "--format", "voita", "--src", os.path.join(set_dir, "pronouns.src"),
                "--dst", os.path.join(set_dir, "pronouns.dst"), "--json", os.path.join(set_dir, "pronouns.json"),

@@ -26,7 +26,7 @@ The contrastive variant flips every pronoun of the verse to the other gender
 (he<->she, him->her, his->her, himself<->herself, hers->his; "her" becomes
 "his" before a content word and "him" otherwise), keeping capitalisation.
 
-Output, in Voita et al.'s (2019) format read by ``fairseq_ctx.contrastive
+Output, in Voita et al.'s (2019) format read by ``fairseq_ctx.evaluation.contrastive
 --format voita``: ``pronouns.src`` and ``pronouns.dst`` (one candidate per
 line, ``previous _eos current``), ``pronouns.json`` (groups with ``dst``,
 ``true_ind``, and our ``class`` and ``where``).  The true candidate is first

@@ -198,7 +198,7 @@ def setup_record(study_data: Optional[Dict], settings: Settings) -> Dict:
                       f", ..., {settings.budget} (every {settings.save_every})",
             "decoding": "beam 4, --max-len-a 1.5 --max-len-b 10, every test sentence; detokenized sacreBLEU and chrF",
             "context_test": f"fairseq_ctx.study.context_set, {settings.context_per_class} items per class, "
-                            "scored by fairseq-ctx-context-usage with true, shuffled and no context",
+                            "scored by fairseq-ctx-context-usage with true, no, shuffled and random context",
             "machine": "each record names its device, precision and the commit that trained it"}
 
 

@@ -46,7 +46,7 @@ How the model gets it:
   itself there (as Tiedemann and Scherrer decode); a scorer that has the
   previous translations forces them as the decoder's prefix instead
   (``build_context_dataset(..., target_contexts=...)``, used by
-  ``fairseq_ctx.contrastive``), and ``fairseq-ctx-translate``,
+  ``fairseq_ctx.evaluation.contrastive``), and ``fairseq-ctx-translate``,
   ``fairseq_ctx.hub`` and ``fairseq-interactive`` force the model's own
   previous translations, decoding round by round
   (:mod:`fairseq_ctx.tasks.document_decoding`);
@@ -177,15 +177,22 @@ class DocumentTranslationTask(TranslationTask):
         return task
 
     # ---------------------------------------------------------------- data
-    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+    def load_dataset(self, split, epoch=1, combine=False, context_rule: Optional[ContextRule] = None, **kwargs):
+        """fairseq's split with each sentence's context, chosen by
+        ``context_rule`` (default: this task's flags, :attr:`context_rule`).
+        An evaluation that compares contexts (true, none, shuffled, random:
+        :mod:`fairseq_ctx.evaluation.conditions`) passes its rule here rather
+        than changing the task's configuration."""
+        rule = self.context_rule if context_rule is None else context_rule
         paths = utils.split_paths(self.cfg.data)
         if split != self.cfg.train_subset:
             paths = paths[:1]
         data_path = paths[(epoch - 1) % len(paths)]
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         pair = self.datasets[split]
-        index, pool, pool_sizes, source = split_context.split_context(data_path, split, pair,
-                                                                      self.source_dictionary, self.cfg)
+        index, pool, pool_sizes, source = split_context.split_context(
+            data_path, split, pair, self.source_dictionary, self.cfg.source_lang, self.cfg.target_lang, rule,
+            target_context=self.glues_target_context)
         target = {}
         if self.glues_target_context and pair.tgt is not None:
             target = dict(target_pool=pair.tgt, target_pool_sizes=pair.tgt_sizes, target_sep=self.tgt_sep,
@@ -198,8 +205,8 @@ class DocumentTranslationTask(TranslationTask):
             # that split keeps --required-batch-size-multiple (get_batch_iterator)
             self._training_dataset = self.datasets[split]
         logger.info(f"{split}: {len(pair)} sentences, {source}, "
-                    f"context {self.cfg.context_mode} x{self.cfg.context_size}"
-                    f"{' shuffled' if self.cfg.shuffle_context else ''}, input {self.context_input}")
+                    f"context {rule.mode} x{rule.size}{' shuffled' if rule.shuffle else ''}, "
+                    f"input {self.context_input}")
 
     def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
                            ignore_invalid_inputs=False, required_batch_size_multiple=1, **kwargs):

@@ -7,8 +7,8 @@ from typing import List, Sequence
 
 import numpy as np
 
-from fairseq_ctx.contrastive.groups import ContrastiveDataError, Group
-from fairseq_ctx.contrastive.readers import read_lines
+from fairseq_ctx.evaluation.contrastive.groups import ContrastiveDataError, Group
+from fairseq_ctx.evaluation.contrastive.readers import read_lines
 
 def read_scores(path, groups: Sequence[Group], maximize: bool = False) -> List[np.ndarray]:
     """Per group, the scores of its candidates from a file with one score per

@@ -33,7 +33,7 @@ Generated accuracy = right / qualified items.  The matrix crosses it with the
 forced-decoding credit of the same items ("scores right, translates wrong":
 a model that ranks the right candidate first but does not produce it).
 Nothing here imports torch: the decoding is
-:mod:`fairseq_ctx.context_usage`'s.
+:mod:`fairseq_ctx.evaluation.context_usage`'s.
 """
 import difflib
 import unicodedata
@@ -41,7 +41,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from fairseq_ctx.contrastive.groups import Group
+from fairseq_ctx.evaluation.contrastive.groups import Group
 
 LABELS = ("right", "wrong", "both", "neither")
 

@@ -3,14 +3,14 @@ translation, when only the context tells which one is right?
 
 Usage::
 
-    python3 -m fairseq_ctx.contrastive DATA-BIN --path CKPT --format voita \\
+    python3 -m fairseq_ctx.evaluation.contrastive DATA-BIN --path CKPT --format voita \\
         --src deixis_dev.src --dst deixis_dev.dst --json deixis_dev.json \\
         [--bpe sentencepiece --sentencepiece-model spm.model] \\
         [--task document_translation --context-size 1 --concat-context] \\
         [--batch-size 32] [--max-tokens N] [--length-normalize] \\
         [--ties {official,wrong,right,half}] [--results results.json] [--scores-out scores.txt]
     # scores made elsewhere (any system), no model:
-    python3 -m fairseq_ctx.contrastive --format voita --src S --dst D --json J \\
+    python3 -m fairseq_ctx.evaluation.contrastive --format voita --src S --dst D --json J \\
         --scores-in scores.txt [--maximize] [--results results.json]
 
 ``DATA-BIN`` holds the dictionaries (``dict.{src,tgt}.txt``) the model was
@@ -142,18 +142,18 @@ Malformed input stops with one line naming the file and line (or JSON
 entry), e.g. ``fairseq_ctx: error: deixis_dev.dst: 999 lines, but
 deixis_dev.json lists 1000 candidates in 500 groups``.
 
-The package, one module per concern: :mod:`~fairseq_ctx.contrastive.groups`
-(what a test set is), :mod:`~fairseq_ctx.contrastive.readers` (the suites'
-files), :mod:`~fairseq_ctx.contrastive.scores` (scores made elsewhere),
-:mod:`~fairseq_ctx.contrastive.accuracy` (ties and results),
-:mod:`~fairseq_ctx.contrastive.scorer` (a model's scores) and
-:mod:`~fairseq_ctx.contrastive.command` (the command line).  Everything
+The package, one module per concern: :mod:`~fairseq_ctx.evaluation.contrastive.groups`
+(what a test set is), :mod:`~fairseq_ctx.evaluation.contrastive.readers` (the suites'
+files), :mod:`~fairseq_ctx.evaluation.contrastive.scores` (scores made elsewhere),
+:mod:`~fairseq_ctx.evaluation.contrastive.accuracy` (ties and results),
+:mod:`~fairseq_ctx.evaluation.contrastive.scorer` (a model's scores) and
+:mod:`~fairseq_ctx.evaluation.contrastive.command` (the command line).  Everything
 public is importable from the package itself.
 """
 from fairseq_ctx.cli import build_encoders
-from fairseq_ctx.contrastive.accuracy import evaluate, format_results, group_credit
-from fairseq_ctx.contrastive.command import build_side_encoders, get_parser, load, main, parse_args
-from fairseq_ctx.contrastive.groups import (
+from fairseq_ctx.evaluation.contrastive.accuracy import evaluate, format_results, group_credit
+from fairseq_ctx.evaluation.contrastive.command import build_side_encoders, get_parser, load, main, parse_args
+from fairseq_ctx.evaluation.contrastive.groups import (
     FORMATS,
     OFFICIAL_RULE,
     TIE_MODES,
@@ -162,7 +162,7 @@ from fairseq_ctx.contrastive.groups import (
     ContrastiveDataError,
     Group,
 )
-from fairseq_ctx.contrastive.readers import (
+from fairseq_ctx.evaluation.contrastive.readers import (
     read_bawden,
     read_contrapro,
     read_groups,
@@ -171,8 +171,8 @@ from fairseq_ctx.contrastive.readers import (
     read_voita,
     split_segments,
 )
-from fairseq_ctx.contrastive.scorer import ModelScorer, score_groups
-from fairseq_ctx.contrastive.scores import read_scores, write_scores
+from fairseq_ctx.evaluation.contrastive.scorer import ModelScorer, score_groups
+from fairseq_ctx.evaluation.contrastive.scores import read_scores, write_scores
 
 __all__ = [
     "FORMATS", "OFFICIAL_RULE", "TIE_MODES", "TIE_RULES", "Candidate", "ContrastiveDataError", "Group",

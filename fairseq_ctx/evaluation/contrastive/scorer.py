@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from fairseq_ctx.contrastive.groups import Candidate, ContrastiveDataError, Group
+from fairseq_ctx.evaluation.contrastive.groups import Candidate, ContrastiveDataError, Group
 from fairseq_ctx.data.context_selection import ContextRule
 
 if TYPE_CHECKING:
     import torch
 
-logger = logging.getLogger("fairseq_ctx.contrastive")
+logger = logging.getLogger("fairseq_ctx.evaluation.contrastive")
 
 
 class ModelScorer:

@@ -1,7 +1,7 @@
 """What a contrastive test set is, whatever its format: groups of candidate
 translations of which one is right, the tie rules of the suites' own
 scripts, and the error of a test-set file that cannot be read.  Every
-other module of :mod:`fairseq_ctx.contrastive` works on these.
+other module of :mod:`fairseq_ctx.evaluation.contrastive` works on these.
 """
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional

@@ -7,7 +7,7 @@ from typing import Any, Dict, Sequence
 
 import numpy as np
 
-from fairseq_ctx.contrastive.groups import TIE_MODES, TIE_RULES, Group
+from fairseq_ctx.evaluation.contrastive.groups import TIE_MODES, TIE_RULES, Group
 
 def group_credit(scores: Sequence[float], true_index: int, ties: str = "wrong",
                  tolerance: float = 0.0, rule: str = "strict"):

@@ -1,5 +1,5 @@
 """Readers of the three contrastive suites' files (Voita et al. 2019,
-ContraPro, Bawden et al. 2018) into :class:`~fairseq_ctx.contrastive.groups.Group`
+ContraPro, Bawden et al. 2018) into :class:`~fairseq_ctx.evaluation.contrastive.groups.Group`
 lists: one place knows each format, so scoring and accuracy do not.
 Malformed input stops with one line naming the file and line (or JSON entry).
 """
@@ -9,7 +9,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from fairseq_ctx import text_lines
-from fairseq_ctx.contrastive.groups import OFFICIAL_RULE, Candidate, ContrastiveDataError, Group
+from fairseq_ctx.evaluation.contrastive.groups import OFFICIAL_RULE, Candidate, ContrastiveDataError, Group
 
 # lines end at "\n" only, as the binarizer counts them (fairseq_ctx.text_lines)
 read_lines = functools.partial(text_lines.read_lines, error=ContrastiveDataError)

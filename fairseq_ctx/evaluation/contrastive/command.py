@@ -1,5 +1,5 @@
 """The ``fairseq-ctx-contrastive`` command (``python3 -m
-fairseq_ctx.contrastive``): its flags, loading the checkpoint(s) with the
+fairseq_ctx.evaluation.contrastive``): its flags, loading the checkpoint(s) with the
 command line's overrides of the task flags, and the run that reads the test
 set, scores it (or reads scores made elsewhere) and reports accuracy.
 """
@@ -10,14 +10,14 @@ import sys
 
 from fairseq_ctx.cli import (BPE_EXAMPLES, TOKENIZER_EXAMPLES, build_encoders, check_checkpoints, check_data_dir,
                              check_encoder_files, check_file, check_output, parse_with_encoders, set_tool_threads)
-from fairseq_ctx.contrastive.accuracy import evaluate, format_results
-from fairseq_ctx.contrastive.groups import FORMATS, TIE_MODES, ContrastiveDataError
-from fairseq_ctx.contrastive.readers import read_groups
-from fairseq_ctx.contrastive.scorer import ModelScorer, score_groups
-from fairseq_ctx.contrastive.scores import read_scores, write_scores
+from fairseq_ctx.evaluation.contrastive.accuracy import evaluate, format_results
+from fairseq_ctx.evaluation.contrastive.groups import FORMATS, TIE_MODES, ContrastiveDataError
+from fairseq_ctx.evaluation.contrastive.readers import read_groups
+from fairseq_ctx.evaluation.contrastive.scorer import ModelScorer, score_groups
+from fairseq_ctx.evaluation.contrastive.scores import read_scores, write_scores
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
 
-logger = logging.getLogger("fairseq_ctx.contrastive")
+logger = logging.getLogger("fairseq_ctx.evaluation.contrastive")
 
 EXAMPLES = """examples:
   # a model on Voita et al.'s deixis set (context size and task from the checkpoint)
@@ -37,7 +37,7 @@ def get_parser():
         description="Accuracy of a fairseq model on contrastive test sets (Voita et al. 2019, "
                     "ContraPro, Bawden et al. 2018), or of scores made elsewhere (--scores-in). "
                     "See docs/evaluation.md and the module docstring (python3 -m pydoc "
-                    "fairseq_ctx.contrastive) for the formats.",
+                    "fairseq_ctx.evaluation.contrastive) for the formats.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", nargs="?", help="data-bin directory with the model's dictionaries")
     p.add_argument("--path", help="checkpoint(s), ':'-separated for an ensemble")
@@ -254,8 +254,7 @@ def main(argv=None):
         res = evaluate(groups, scores, ties=args.ties, tolerance=args.tie_tolerance)
         from fairseq_ctx.data.context_input import input_mode
 
-        mode = {"concat": "concatenated to the source", "separate": "separate input",
-                "none": "ignored"}[input_mode(task.cfg, models)]
+        mode = input_mode(task.cfg, models).meaning
         if target_context_size:
             mode += ", target context as a forced decoder prefix"
         res.update(format=args.format, path=args.path, context_size=context_size, context=mode,

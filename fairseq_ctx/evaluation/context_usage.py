@@ -4,28 +4,28 @@
         [--context-size 1] [--concat-context] [--results usage.json] \\
         [--format voita --src S --dst D --json J --bpe sentencepiece --sentencepiece-model M]
 
+The contexts compared are the four conditions of
+:mod:`fairseq_ctx.evaluation.conditions` (true, none, shuffled, random),
+each loaded as its own context rule (the task's configuration is never
+changed).
+
 1. **CXMI** (:mod:`fairseq_ctx.evaluation.cxmi`): every reference token of
    ``--gen-subset`` scored by teacher forcing (fairseq's ``SequenceScorer``,
-   the scores ``fairseq-generate --score-reference`` prints) under four
-   contexts the document task builds: the *true* one (``--context-mode
-   previous``), *none* (``--context-size 0``: the empty context a
-   document's first sentence gets, whatever the architecture: no
-   ``ctx_tokens`` rows for the context-aware models, the source alone
-   without separator for ``--concat-context``), *shuffled*
-   (``--shuffle-context``: a derangement, every sentence gets another
-   sentence's context) and *random* (``--context-mode random``). CXMI of
-   the true context against each of the other three, in bits and nats,
-   with a bootstrap 95% interval over sentences; per sentence; and the
-   ``--top`` tokens with the largest point-wise CXMI (against none), with
-   their sentences.
+   the scores ``fairseq-generate --score-reference`` prints) under each
+   condition (*none* is the empty context a document's first sentence
+   gets, whatever the architecture: no ``ctx_tokens`` rows for the
+   context-aware models, the source alone without separator for
+   ``--concat-context``). CXMI of the true context against each of the
+   other three, in bits and nats, with a bootstrap 95% interval over
+   sentences; per sentence; and the ``--top`` tokens with the largest
+   point-wise CXMI (against none), with their sentences.
 2. **Contrastive accuracy** (given a test set in the flags of
-   ``fairseq-ctx-contrastive``): the set scored with its true context, with
-   every group's context taken from another group (a derangement), and
-   with none; broken down by every key the set records (antecedent
-   distance for ContraPro).
+   ``fairseq-ctx-contrastive``): the set scored under each condition (an
+   item's shuffled or random context is another item's); broken down by
+   every key the set records (antecedent distance for ContraPro).
 
 3. **Generated accuracy** (with the set, unless ``--no-generated``;
-   :mod:`fairseq_ctx.contrastive.generated`): each item's source translated
+   :mod:`fairseq_ctx.evaluation.contrastive.generated`): each item's source translated
    by beam search with its *own* context (the item's context sentences and
    source decoded in order as one document: a ``--target-context`` model
    gets its own previous translations), the *reference* context (the set's
@@ -53,16 +53,9 @@ import numpy as np
 from fairseq_ctx.cli import (BPE_EXAMPLES, TOKENIZER_EXAMPLES, check_checkpoints, check_data_dir, check_encoder_files,
                              check_file, check_output, parse_with_encoders, set_tool_threads)
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
+from fairseq_ctx.evaluation.conditions import CONDITIONS, GENERATION, NONE, TRUE, Condition
 
-logger = logging.getLogger("fairseq_ctx.context_usage")
-
-# name -> changes to the task's configuration
-CONDITIONS = {
-    "true": {"context_mode": "previous", "shuffle_context": False},
-    "none": {"context_mode": "previous", "shuffle_context": False, "context_size": 0},
-    "shuffled": {"context_mode": "previous", "shuffle_context": True},
-    "random": {"context_mode": "random", "shuffle_context": False},
-}
+logger = logging.getLogger("fairseq_ctx.evaluation.context_usage")
 
 
 EXAMPLES = """examples:
@@ -141,61 +134,47 @@ def parse_args(argv=None):
     return args
 
 
-def _configured(task, changes: Dict):
-    """Set ``changes`` on the task's configuration; returns the old values."""
-    old = {k: getattr(task.cfg, k) for k in changes}
-    for k, v in changes.items():
-        setattr(task.cfg, k, v)
-    return old
-
-
-def score_subset(models, task, subset: str, condition: str, args, use_cuda: bool) -> List[np.ndarray]:
-    """Log-probabilities (nats) of every reference token of ``subset``
-    (``</s>`` included), one array per sentence in id order, with the
-    context of ``condition``."""
+def score_subset(models, task, subset: str, condition: Condition, args, use_cuda: bool):
+    """``(scores, dataset)``: the log-probabilities (nats) of every reference
+    token of ``subset`` (``</s>`` included), one array per sentence in id
+    order, with the context of ``condition``, and the dataset scored."""
     import torch
     from fairseq import utils
     from fairseq.sequence_scorer import SequenceScorer
 
     from fairseq_ctx.progress import bar
 
-    changes = dict(CONDITIONS[condition])
-    changes["context_seed"] = args.seed
-    if condition != "none":
-        changes.pop("context_size", None)
-    old = _configured(task, changes)
-    try:
-        task.load_dataset(subset)
-        dataset = task.dataset(subset)
-        itr = task.get_batch_iterator(
-            dataset=dataset, max_tokens=args.max_tokens, max_sentences=args.batch_size,
-            max_positions=utils.resolve_max_positions(task.max_positions(), *[m.max_positions() for m in models]),
-            required_batch_size_multiple=1, num_workers=0, seed=args.seed).next_epoch_itr(shuffle=False)
-        scorer = SequenceScorer(task.target_dictionary)
-        out: Dict[int, np.ndarray] = {}
-        with torch.no_grad(), bar(len(dataset), f"scoring, {condition} context", unit="sent") as progress:
-            for sample in itr:
-                sample = utils.move_to_cuda(sample) if use_cuda else sample
-                hypos = scorer.generate(models, task.model_input(models, sample))
-                for sid, h in zip(sample["id"].cpu().tolist(), hypos):
-                    out[sid] = h[0]["positional_scores"].float().cpu().numpy()
-                progress.update(len(hypos))
-    finally:
-        _configured(task, old)
+    task.load_dataset(subset, context_rule=condition.rule(task.context_rule, args.seed))
+    dataset = task.dataset(subset)
+    itr = task.get_batch_iterator(
+        dataset=dataset, max_tokens=args.max_tokens, max_sentences=args.batch_size,
+        max_positions=utils.resolve_max_positions(task.max_positions(), *[m.max_positions() for m in models]),
+        required_batch_size_multiple=1, num_workers=0, seed=args.seed).next_epoch_itr(shuffle=False)
+    scorer = SequenceScorer(task.target_dictionary)
+    out: Dict[int, np.ndarray] = {}
+    with torch.no_grad(), bar(len(dataset), f"scoring, {condition.name} context", unit="sent") as progress:
+        for sample in itr:
+            sample = utils.move_to_cuda(sample) if use_cuda else sample
+            hypos = scorer.generate(models, task.model_input(models, sample))
+            for sid, h in zip(sample["id"].cpu().tolist(), hypos):
+                out[sid] = h[0]["positional_scores"].float().cpu().numpy()
+            progress.update(len(hypos))
     if sorted(out) != list(range(len(dataset))):
         raise FairseqCtxError(f"--gen-subset {subset}: {len(out)} of {len(dataset)} sentences scored "
                               "(a sentence longer than the model takes?)")
-    return [out[i] for i in range(len(dataset))]
+    return [out[i] for i in range(len(dataset))], dataset
 
 
 def cxmi_report(models, task, args, use_cuda) -> Dict:
     from fairseq_ctx.evaluation.cxmi import cxmi, top_pcxmi
 
-    scores = {c: score_subset(models, task, args.gen_subset, c, args, use_cuda) for c in CONDITIONS}
-    report = {c: cxmi(scores["true"], scores[c], args.bootstrap, args.seed) for c in ("none", "shuffled", "random")}
-    dataset = task.dataset(args.gen_subset)  # the last one loaded: the true context's configuration restored
+    scored = {c.name: score_subset(models, task, args.gen_subset, c, args, use_cuda) for c in CONDITIONS}
+    scores = {name: s for name, (s, _) in scored.items()}
+    report = {c.name: cxmi(scores[TRUE.name], scores[c.name], args.bootstrap, args.seed)
+              for c in CONDITIONS if c is not TRUE}
+    dataset = scored[TRUE.name][1]  # the sentences shown with their true context
     tgt_dict, src_dict = task.target_dictionary, task.source_dictionary
-    top = top_pcxmi(scores["true"], scores["none"], args.top)
+    top = top_pcxmi(scores[TRUE.name], scores[NONE.name], args.top)
     for t in top:
         item = dataset[t["sentence"]]
         tokens = item["target"].tolist()
@@ -206,28 +185,26 @@ def cxmi_report(models, task, args, use_cuda) -> Dict:
     return report
 
 
-def _deranged_groups(groups, seed: int):
-    """Every group's candidates with the source and target context of
-    another group (a derangement of the groups, seeded)."""
-    from fairseq_ctx.data.context_selection import derange
-
-    order = derange(np.arange(len(groups)), np.random.default_rng(seed))
+def with_context_of(groups, donors):
+    """Every group's candidates with the source and target context of group
+    ``donors[i]`` (none where -1): a condition's contexts for items that carry
+    their own (:meth:`~fairseq_ctx.evaluation.conditions.Condition.donors`)."""
     out = []
-    for g, donor in zip(groups, order):
-        ctx = groups[int(donor)].candidates[0]
-        out.append(replace(g, candidates=[replace(c, source_context=list(ctx.source_context),
-                                                  target_context=list(ctx.target_context))
+    for g, donor in zip(groups, donors.tolist()):
+        ctx = groups[donor].candidates[0] if donor >= 0 else None
+        source, target = (list(ctx.source_context), list(ctx.target_context)) if ctx else ([], [])
+        out.append(replace(g, candidates=[replace(c, source_context=source, target_context=target)
                                           for c in g.candidates]))
     return out
 
 
 def contrastive_report(models, task, args, use_cuda, groups) -> Dict:
-    """Accuracy with true, shuffled and no context; ``verdicts`` holds, for
-    the true and no context, whether each group's true candidate was scored
-    best (the forced-decoding side of the generated matrix)."""
-    from fairseq_ctx.contrastive.accuracy import evaluate, group_credit
-    from fairseq_ctx.contrastive.command import build_side_encoders
-    from fairseq_ctx.contrastive.scorer import ModelScorer, score_groups
+    """Accuracy under every condition; ``verdicts`` holds, per condition,
+    whether each group's true candidate was scored best (the forced-decoding
+    side of the generated matrix)."""
+    from fairseq_ctx.evaluation.contrastive.accuracy import evaluate, group_credit
+    from fairseq_ctx.evaluation.contrastive.command import build_side_encoders
+    from fairseq_ctx.evaluation.contrastive.scorer import ModelScorer, score_groups
 
     encode_source, encode_target = build_side_encoders(args)
     size = task.cfg.context_size
@@ -235,13 +212,9 @@ def contrastive_report(models, task, args, use_cuda, groups) -> Dict:
                          target_context_size=size if getattr(task.cfg, "target_context", False) else 0,
                          batch_size=args.batch_size, device="cuda" if use_cuda else "cpu",
                          max_tokens=args.max_tokens)
-    variants = {
-        "true": groups,
-        "shuffled": _deranged_groups(groups, args.seed),
-        "none": _without_context(groups),
-    }
     out, verdicts = {}, {}
-    for name, gs in variants.items():
+    for condition in CONDITIONS:
+        name, gs = condition.name, with_context_of(groups, condition.donors(len(groups), args.seed))
         scores = score_groups(scorer, gs)
         out[name] = evaluate(gs, scores, ties=args.ties, tolerance=args.tie_tolerance)
         verdicts[name] = [group_credit(s, g.true_index, args.ties, args.tie_tolerance, g.rule)[0] == 1.0
@@ -249,31 +222,15 @@ def contrastive_report(models, task, args, use_cuda, groups) -> Dict:
     return out, verdicts
 
 
-def _without_context(groups):
-    return [replace(g, candidates=[replace(c, source_context=[], target_context=[]) for c in g.candidates])
-            for g in groups]
-
-
-# generation condition -> the forced-decoding condition its matrix is crossed with
-GENERATION_CONDITIONS = {"own": "true", "reference": "true", "none": "none"}
-
-
-def translate_items(hub, task, args, groups, condition: str, encode_source, encode_target,
+def translate_items(hub, task, args, groups, generation, encode_source, encode_target,
                     from_subwords) -> List[str]:
     """One translation (in the candidates' text space) of each group's
-    source, decoded by ``hub`` with the context of ``condition``:
-
-    * ``own``: the group's source context sentences and its source as one
-      document, in order; a model with target context gets its own
-      translations of the sentences before (so they are decoded too),
-      any other model only the source context (the document's newest
-      ``--context-size`` sentences, as the task gives them);
-    * ``reference``: the source context, and the group's target context (the
-      reference translations) forced as the decoder's prefix (models with
-      target context only);
-    * ``none``: the source alone, what a document's first sentence gets.
-
-    Groups with the same source and context are decoded once."""
+    source, decoded by ``hub`` with the context ``generation`` says (one of
+    :data:`~fairseq_ctx.evaluation.conditions.GENERATION`: the source
+    context or none; the reference target context as a forced prefix; a
+    model with target context fed its own translations of the item's context
+    sentences, decoded before it as one document).  Groups with the same
+    source and context are decoded once."""
     import numpy as np
 
     from fairseq_ctx.progress import bar
@@ -286,11 +243,13 @@ def translate_items(hub, task, args, groups, condition: str, encode_source, enco
     def tokens(d, encode, text):
         return d.encode_line(encode(text), add_if_not_exist=False, append_eos=True).long()
 
+    chain = generation.own_translations and hub.target_context
+
     def key(g):
         c = g.candidates[0]
-        ctx = () if condition == "none" else tuple(rule.newest(c.source_context))
-        tctx = tuple(rule.newest(c.target_context)) if condition == "reference" else ()
-        if condition == "own" and hub.target_context:
+        ctx = tuple(rule.newest(c.source_context)) if generation.source_context else ()
+        tctx = tuple(rule.newest(c.target_context)) if generation.reference_prefix else ()
+        if chain:
             ctx = tuple(c.source_context)  # the whole chain: each sentence's translation feeds the next
         return c.source, ctx, tctx
 
@@ -304,10 +263,10 @@ def translate_items(hub, task, args, groups, condition: str, encode_source, enco
         return from_subwords(tgt_dict.string(hypos[0]["tokens"], extra_symbols_to_ignore={tgt_dict.eos()}))
 
     chunk = 64
-    with bar(len(keys), f"translating, {condition} context", unit="item") as progress:
+    with bar(len(keys), f"translating, {generation.name} context", unit="item") as progress:
         for start in range(0, len(keys), chunk):
             part = keys[start:start + chunk]
-            if condition == "own" and hub.target_context:
+            if chain:
                 sources, docids, last = [], [], []
                 for d, (src, ctx, _) in enumerate(part):
                     sources += [tokens(src_dict, encode_source, t) for t in (*ctx, src)]
@@ -318,10 +277,10 @@ def translate_items(hub, task, args, groups, condition: str, encode_source, enco
             else:
                 sources = [tokens(src_dict, encode_source, src) for src, _, _ in part]
                 contexts = None
-                if condition != "none":
+                if generation.source_context:
                     contexts = [[tokens(src_dict, encode_source, t) for t in ctx] for _, ctx, _ in part]
                 targets = None
-                if condition == "reference":
+                if generation.reference_prefix:
                     targets = [[tokens(tgt_dict, encode_target, t) for t in tctx] for _, _, tctx in part]
                 hypos = hub.generate(sources, contexts=contexts, target_contexts=targets, **gen)
             for k, h in zip(part, hypos):
@@ -333,11 +292,11 @@ def translate_items(hub, task, args, groups, condition: str, encode_source, enco
 def generated_report(models, cfg, task, args, use_cuda, groups, verdicts) -> Dict:
     """Generated accuracy of the qualifying groups under each generation
     condition, with its matrix against the forced-decoding verdicts and the
-    translations (:mod:`fairseq_ctx.contrastive.generated`)."""
+    translations (:mod:`fairseq_ctx.evaluation.contrastive.generated`)."""
     from omegaconf import open_dict
 
-    from fairseq_ctx.contrastive.command import build_side_encoders, target_text_space
-    from fairseq_ctx.contrastive.generated import check, qualifying, summarize
+    from fairseq_ctx.evaluation.contrastive.command import build_side_encoders, target_text_space
+    from fairseq_ctx.evaluation.contrastive.generated import check, qualifying, summarize
     from fairseq_ctx.hub import DocumentHubInterface
 
     to_space, from_subwords = target_text_space(args)
@@ -354,23 +313,24 @@ def generated_report(models, cfg, task, args, use_cuda, groups, verdicts) -> Dic
         hub.cuda()
     encode_source, encode_target = build_side_encoders(args)
     items = [groups[i] for i in keep]
-    conditions = [c for c in GENERATION_CONDITIONS if c != "reference" or hub.target_context]
+    generations = [g for g in GENERATION if hub.target_context or not g.reference_prefix]
     if not hub.target_context:
         res["reference_note"] = ("the model takes no target context, so neither the reference nor its own "
                                  "previous translations reach it: own = the source context only")
     translations = {}
-    for cond in conditions:
-        outs = translate_items(hub, task, args, items, cond, encode_source, encode_target, from_subwords)
+    for gen in generations:
+        cond = gen.name
+        outs = translate_items(hub, task, args, items, gen, encode_source, encode_target, from_subwords)
         labels = [check(f, o) for f, o in zip(forms, outs)]
-        scored = [verdicts[GENERATION_CONDITIONS[cond]][i] for i in keep]
+        scored = [verdicts[gen.scored_with.name][i] for i in keep]
         res["conditions"][cond] = summarize(groups, keep, labels, scored)
-        res["conditions"][cond]["matrix_against"] = f"forced decoding with {GENERATION_CONDITIONS[cond]} context"
+        res["conditions"][cond]["matrix_against"] = f"forced decoding with {gen.scored_with.name} context"
         translations[cond] = list(zip(outs, labels))
     res["per_item"] = [
         {"group": g, "where": groups[g].where,
          "correct_forms": [" ".join(c) for c, _ in f.pairs], "wrong_forms": [" ".join(w) for _, w in f.pairs],
          **{cond: {"translation": translations[cond][n][0], "label": translations[cond][n][1]}
-            for cond in conditions}}
+            for cond in (g.name for g in generations)}}
         for n, (g, f) in enumerate(zip(keep, forms))]
     return res
 
@@ -382,7 +342,7 @@ def format_report(res: Dict) -> str:
         lines = [f"{res['path']} on {res['gen_subset']}: {res['sentences']} sentences, {res['tokens']} reference "
                  f"tokens; context {res['context']}",
                  "CXMI of the true context (bits per token, 95% bootstrap interval over sentences):"]
-        for c in ("none", "shuffled", "random"):
+        for c in (c.name for c in CONDITIONS if c is not TRUE):
             r = res["cxmi"][c]
             lines.append(f"  against {c:<8} {r['cxmi_bits']:+.4f} [{r['ci95_bits'][0]:+.4f}, "
                          f"{r['ci95_bits'][1]:+.4f}]  ({r['cxmi_nats']:+.4f} nats)")
@@ -423,8 +383,8 @@ def main(argv=None):
     import torch
 
     set_tool_threads(logger)
-    from fairseq_ctx.contrastive.command import load_with_cfg
-    from fairseq_ctx.contrastive.readers import read_groups
+    from fairseq_ctx.evaluation.contrastive.command import load_with_cfg
+    from fairseq_ctx.evaluation.contrastive.readers import read_groups
     from fairseq_ctx.data.context_input import input_mode
 
     models, cfg, task = load_with_cfg(args)
@@ -446,8 +406,7 @@ def main(argv=None):
     models = [m.eval().cuda() if use_cuda else m.eval() for m in models]
     mode = input_mode(task.cfg, models)
     res = {"path": args.path, "gen_subset": args.gen_subset, "context_size": task.cfg.context_size,
-           "context": {"concat": "concatenated to the source", "separate": "separate input",
-                       "none": "ignored (sentence-level model)"}[mode],
+           "context": mode.meaning,
            "target_context": target_context,
            "reference": "Fernandes et al. 2021 (CXMI), 2023 (P-CXMI)",
            "units": "bits per reference token (nats beside); </s> included"}
