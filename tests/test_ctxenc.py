@@ -13,30 +13,15 @@ import fairseq_ctx  # noqa: F401  (registers the arch and the task)
 from fairseq_ctx.models import transformer_ctxenc as ctxenc_mod
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 from fairseq_ctx.modules.readout import reading
-from tests.utils import build_model as build, n_params, toy_dictionary
+from tests.utils import build_model as build
+from tests.utils import n_params, padded_batch, tiny_model, toy_dictionary
 
 torch.set_num_threads(1)
 
 TASK = ["--task", "document_translation"]
 
 
-def tiny(extra=()):
-    torch.manual_seed(0)
-    model = build("transformer_ctxenc_tiny", ["--dropout", "0", *extra])
-    model.eval()
-    return model
-
-
-def rand_tokens(bsz, length, seed, pad_to=None, lengths=None):
-    """Left-padded random sentences ending in EOS (index 2)."""
-    g = torch.Generator().manual_seed(seed)
-    lengths = lengths or [length] * bsz
-    width = pad_to or max(lengths)
-    out = torch.full((bsz, width), 1, dtype=torch.long)
-    for b, n in enumerate(lengths):
-        out[b, width - n:] = torch.randint(4, 40, (n,), generator=g)
-        out[b, -1] = 2
-    return out
+WORDS = (4, 40)  # the token ids these tests draw (of the toy dictionary's 4..43)
 
 
 # ---------------------------------------------------------------------------
@@ -66,19 +51,20 @@ def test_pre_norm_adds_context_layer_norm():
     pre = build("transformer_ctxenc_tiny", ["--encoder-normalize-before"], dictionary=d)
     assert n_params(pre) - n_params(post) == 2 * 16 + 2 * 16  # final encoder LN + context LN
     pre.eval()
-    out = pre.encoder(rand_tokens(2, 5, 20), ctx_tokens=rand_tokens(2, 3, 21), return_context=True)
+    src, ctx = padded_batch([5] * 2, seed=20, vocab=WORDS), padded_batch([3] * 2, seed=21, vocab=WORDS)
+    out = pre.encoder(src, ctx_tokens=ctx, return_context=True)
     assert torch.isfinite(out["encoder_out"][0]).all() and torch.isfinite(out["ctx_out"][0]).all()
 
 
 def test_structure_shares_lower_layers():
-    model = tiny(["--encoder-layers", "3"])
+    model = tiny_model("ctxenc", ["--encoder-layers", "3"])
     enc = model.encoder
     assert isinstance(enc.layers[-1], CtxEncGatedEncoderLayer)
     assert not isinstance(enc.ctx_layer, CtxEncGatedEncoderLayer)
     assert len(enc.layers) == 3
     own = {id(p) for p in enc.ctx_layer.parameters()}
     assert not own & {id(p) for p in enc.layers.parameters()}
-    src, ctx = rand_tokens(2, 5, 22), rand_tokens(2, 4, 23)
+    src, ctx = padded_batch([5] * 2, seed=22, vocab=WORDS), padded_batch([4] * 2, seed=23, vocab=WORDS)
     before = enc(src, ctx_tokens=ctx, return_context=True)["ctx_out"][0]
     with torch.no_grad():
         enc.layers[0].fc1.weight.mul_(2.0)  # a shared layer: the context encoder changes too
@@ -99,23 +85,39 @@ def test_bad_flags(extra, flag):
 # ---------------------------------------------------------------------------
 
 def test_encoder_out_shapes_and_gate():
-    model = tiny()
-    src, ctx = rand_tokens(3, 7, 1), rand_tokens(3, 5, 2)
-    with reading(model) as modules:
-        assert list(modules.values()) == [model.encoder.layers[-1]]  # the gated layer only
+    """The gate read out is sigmoid(W_g [c_s; c_c] + b_g) of the gated
+    layer's own weights and of the two attentions' outputs in this very
+    forward (caught by hooks), position by position."""
+    model = tiny_model("ctxenc")
+    src, ctx = padded_batch([7] * 3, seed=1, vocab=WORDS), padded_batch([5] * 3, seed=2, vocab=WORDS)
+    last = model.encoder.layers[-1]
+    seen = {}
+    hooks = [getattr(last, name).register_forward_hook(lambda m, i, o, name=name: seen.__setitem__(name, o[0]))
+             for name in ("self_attn", "ctx_attn")]
+    with torch.no_grad(), reading(model) as modules:
+        assert list(modules.values()) == [last]  # the gated layer only
         out = model.encoder(src, torch.full((3,), 7), ctx_tokens=ctx, return_context=True)
-        gate = model.encoder.layers[-1].last_readout["gate"]
+        gate = last.last_readout["gate"]
+    for hook in hooks:
+        hook.remove()
     assert out["encoder_out"][0].shape == (7, 3, 16)
     assert out["ctx_out"][0].shape == (5, 3, 16)
     assert out["ctx_padding_mask"][0].shape == (3, 5)
-    assert gate.shape == (7, 3, 16) and bool((gate > 0).all()) and bool((gate < 1).all())
+    c_s, c_c = seen["self_attn"], seen["ctx_attn"]  # T x B x C each
+    w, b = last.gate.weight, last.gate.bias  # C x 2C, C
+    by_hand = torch.empty(7, 3, 16)
+    for t in range(7):
+        for i in range(3):
+            by_hand[t, i] = 1 / (1 + torch.exp(-(w[:, :16] @ c_s[t, i] + w[:, 16:] @ c_c[t, i] + b)))
+    torch.testing.assert_close(gate, by_hand, atol=1e-6, rtol=1e-5)
+    assert (by_hand - 0.5).abs().max() > 0.05  # not the gate of zero weights
 
 
 def test_context_changes_output_and_none_is_empty_context():
-    model = tiny()
-    src = rand_tokens(2, 6, 3)
-    a = model.encoder(src, ctx_tokens=rand_tokens(2, 5, 4))["encoder_out"][0]
-    b = model.encoder(src, ctx_tokens=rand_tokens(2, 5, 5))["encoder_out"][0]
+    model = tiny_model("ctxenc")
+    src = padded_batch([6] * 2, seed=3, vocab=WORDS)
+    a = model.encoder(src, ctx_tokens=padded_batch([5] * 2, seed=4, vocab=WORDS))["encoder_out"][0]
+    b = model.encoder(src, ctx_tokens=padded_batch([5] * 2, seed=5, vocab=WORDS))["encoder_out"][0]
     assert (a - b).abs().max() > 1e-4
     none = model.encoder(src)["encoder_out"][0]
     empty = model.encoder(src, ctx_tokens=torch.full((2, 1), 2))["encoder_out"][0]
@@ -129,10 +131,10 @@ def test_encoder_matches_gated_mixture_written_out(pre_norm):
     context through its own layer N, and the gated layer N of the source
     c_s = SelfAttn(x), c_c = CtxAttn(x, ctx), g = sigmoid(W_g [c_s; c_c] + b_g),
     c = g * c_s + (1 - g) * c_c, then residual, layer norm and FFN."""
-    model = tiny(["--encoder-layers", "3"] + (["--encoder-normalize-before"] if pre_norm else []))
+    model = tiny_model("ctxenc", ["--encoder-layers", "3"] + (["--encoder-normalize-before"] if pre_norm else []))
     enc = model.encoder
-    src = rand_tokens(3, 0, 30, lengths=[6, 4, 5])
-    ctx = rand_tokens(3, 0, 31, lengths=[3, 5, 2])
+    src = padded_batch([6, 4, 5], seed=30, vocab=WORDS)
+    ctx = padded_batch([3, 5, 2], seed=31, vocab=WORDS)
     with torch.no_grad(), reading(enc):
         out = enc(src, ctx_tokens=ctx, return_context=True)
         gate = enc.layers[-1].last_readout["gate"]
@@ -172,11 +174,11 @@ def test_encoder_matches_gated_mixture_written_out(pre_norm):
 def test_shared_pass_strategies_agree(monkeypatch, path):
     """Joint source+context batch, separate passes and length-grouped context
     chunks give the same outputs and gradients."""
-    src = rand_tokens(6, 0, 6, lengths=[7, 4, 6, 7, 5, 3])
-    ctx = rand_tokens(6, 0, 7, lengths=[3, 9, 1, 5, 2, 8], pad_to=11)  # 2 all-pad columns
+    src = padded_batch([7, 4, 6, 7, 5, 3], seed=6, vocab=WORDS)
+    ctx = padded_batch([3, 9, 1, 5, 2, 8], seed=7, width=11, vocab=WORDS)  # 2 all-pad columns
 
     def run():
-        model = tiny()
+        model = tiny_model("ctxenc")
         out = model.encoder(src, ctx_tokens=ctx, return_all_hiddens=True, return_context=True)
         out["encoder_out"][0].pow(2).sum().backward()
         return out, model.encoder.layers[0].fc1.weight.grad
@@ -276,8 +278,8 @@ def test_context_states_only_on_request_and_decoding_is_unchanged():
     """By default encoder_out carries no context states (the decoder never
     reads them, and beam search would reorder them at every step); asking for
     them changes nothing else, and the decoder's output is the same."""
-    model = tiny()
-    src, ctx, prev = rand_tokens(2, 6, 17), rand_tokens(2, 4, 18), rand_tokens(2, 5, 19)
+    model = tiny_model("ctxenc")
+    src, ctx, prev = (padded_batch([n] * 2, seed=seed, vocab=WORDS) for n, seed in ((6, 17), (4, 18), (5, 19)))
     with torch.no_grad():
         plain = model.encoder(src, ctx_tokens=ctx)
         full = model.encoder(src, ctx_tokens=ctx, return_context=True)
@@ -460,19 +462,19 @@ def test_forward_with_context_switched_off_equals_fairseqs_encoder(monkeypatch, 
     from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache
 
     assert "TransformerEncoderBase.forward_scriptable" in ctxenc_mod.CtxEncEncoder.forward.__doc__
-    model = tiny(["--encoder-layers", "3"] + (["--encoder-normalize-before"] if pre_norm else []))
+    model = tiny_model("ctxenc", ["--encoder-layers", "3"] + (["--encoder-normalize-before"] if pre_norm else []))
     enc = model.encoder
     _switch_off_context(enc)
     ref = _fairseq_encoder_with_our_weights(model)
-    src = rand_tokens(6, 0, 40, lengths=[7, 4, 6, 7, 5, 3])
+    src = padded_batch([7, 4, 6, 7, 5, 3], seed=40, vocab=WORDS)
     lens = src.ne(1).sum(1)
     ctx = {
         "no_context": None,
-        "joint": rand_tokens(6, 0, 41, lengths=[6, 5, 7, 3, 6, 4]),
-        "separate": rand_tokens(6, 0, 42, lengths=[2, 1, 3, 2, 1, 2]),
-        "chunked": rand_tokens(6, 0, 43, lengths=[3, 9, 1, 5, 2, 8], pad_to=11),
-        "empty_rows": rand_tokens(6, 0, 44, lengths=[5, 6, 4, 7, 3, 5]),
-        "state_cache": rand_tokens(6, 0, 45, lengths=[6, 5, 7, 3, 6, 4]),
+        "joint": padded_batch([6, 5, 7, 3, 6, 4], seed=41, vocab=WORDS),
+        "separate": padded_batch([2, 1, 3, 2, 1, 2], seed=42, vocab=WORDS),
+        "chunked": padded_batch([3, 9, 1, 5, 2, 8], seed=43, width=11, vocab=WORDS),
+        "empty_rows": padded_batch([5, 6, 4, 7, 3, 5], seed=44, vocab=WORDS),
+        "state_cache": padded_batch([6, 5, 7, 3, 6, 4], seed=45, vocab=WORDS),
     }[path]
     if path == "empty_rows":
         ctx[1] = ctx[4] = 1  # the first sentences of documents: nothing but padding
@@ -509,7 +511,7 @@ def test_return_fc_is_refused():
     CtxEncEncoder.forward does not unpack: refused in one line at build time."""
     from fairseq.models.transformer import TransformerConfig
 
-    model = tiny()
+    model = tiny_model("ctxenc")
     with pytest.raises(ValueError, match="transformer_ctxenc: return_fc"):
         ctxenc_mod.CtxEncEncoder(TransformerConfig.from_namespace(model.args), model.encoder.dictionary,
                                  model.encoder.embed_tokens, return_fc=True)

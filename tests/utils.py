@@ -215,6 +215,68 @@ def build_model(arch, extra=(), dictionary=None, meta=False):
     return ARCH_MODEL_REGISTRY[args.arch].build_model(args, task)
 
 
+def tiny_model(variant, extra=(), *, seed=0, dims=None, dictionary=None, random_constants=True):
+    """A model of ``variant`` (a :class:`~fairseq_ctx.architectures.Variant`
+    or the name of one in the catalogue: :data:`VARIANTS` or the option grid)
+    built as :func:`build_model` does, at ``dims`` (model flags; default
+    :data:`~fairseq_ctx.architectures.TINY_FLAGS`), dropout off, in eval
+    mode, its weights drawn after ``torch.manual_seed(seed)``. Then (with
+    ``random_constants``) the parameters the variant starts at one value
+    everywhere (its ``constant_init``: ctxsan's gate vectors, every lambda
+    0.5) are redrawn from N(0, 0.5^2), in parameter order, so a test sees
+    position-dependent values. ``extra`` flags come last and win."""
+    import torch
+
+    from fairseq_ctx.architectures import TINY_FLAGS, Variant
+    from fairseq_ctx.architectures import variant as variant_named
+
+    v = variant if isinstance(variant, Variant) else variant_named(variant)
+    torch.manual_seed(seed)
+    flags = [*(TINY_FLAGS if dims is None else dims), *v.flags, "--dropout", "0", *extra]
+    model = build_model(v.arch, flags, dictionary=dictionary).eval()
+    if random_constants and v.constant_init:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith(v.constant_init):
+                    p.normal_(std=0.5)
+    return model
+
+
+def padded_batch(lengths, *, seed=0, generator=None, left_pad=True, width=None, dictionary=None, vocab=None,
+                 eos=True, bos=None):
+    """A B x ``width`` LongTensor of random sentences, row i ``lengths[i]``
+    tokens long, padded on the left (fairseq's sources and contexts) or, with
+    ``left_pad=False``, on the right (targets, decoder inputs) to ``width``
+    (default: the longest).
+
+    Row by row, each row's words are one ``torch.randint`` of its length
+    over ``vocab`` (``(low, high)``; default: the dictionary's words, every
+    non-special symbol), drawn from ``generator`` (several batches from one
+    stream) or from a new one seeded with ``seed``; then the last word
+    becomes </s> (``eos``) and the first ``bos`` (when given). Pad, </s> and
+    the words are ``dictionary``'s, by default :func:`toy_dictionary`'s
+    (pad 1, </s> 2, words 4..43)."""
+    import torch
+
+    pad, end, words = ((1, 2, (4, 44)) if dictionary is None else
+                       (dictionary.pad(), dictionary.eos(), (dictionary.nspecial, len(dictionary))))
+    low, high = vocab or words
+    g = generator if generator is not None else torch.Generator().manual_seed(seed)
+    width = max(lengths) if width is None else width
+    out = torch.full((len(lengths), width), pad, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        row = torch.randint(low, high, (n,), generator=g)
+        if eos and n:
+            row[-1] = end
+        if bos is not None and n:
+            row[0] = bos
+        if left_pad:
+            out[i, width - n:] = row
+        else:
+            out[i, :n] = row
+    return out
+
+
 def n_params(model):
     return sum(p.numel() for p in model.parameters())
 
