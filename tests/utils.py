@@ -110,19 +110,20 @@ def train(data_bin, save_dir, arch="transformer", extra=(), max_update=4, model_
 
 
 def train_in_process(data_bin, save_dir, arch, flags=()):
-    """Two updates of ``arch`` with fairseq-train's own ``main`` in this
+    """Two updates of ``arch`` (unless ``flags`` say otherwise) with fairseq-train's own ``main`` in this
     process (no interpreter start-up); returns the last checkpoint."""
     from fairseq import options
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq_cli import train as fairseq_train
 
     args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(data_bin), "--user-dir", USER_DIR, "--arch", arch, *flags,
+        str(data_bin), "--user-dir", USER_DIR, "--arch", arch,
         "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
         "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-tokens", "500",
         "--max-update", "2", "--save-dir", str(save_dir), "--no-progress-bar", "--num-workers", "0",
         "--seed", "1", "--cpu", "--no-epoch-checkpoints", "--required-batch-size-multiple", "1",
         "--no-save-optimizer-state",
+        *flags,   # last, so that a caller's --max-update, --lr, ... win
     ])
     fairseq_train.main(convert_namespace_to_omegaconf(args))
     return Path(save_dir) / "checkpoint_last.pt"
