@@ -12,6 +12,10 @@
 #   of the quickstart and its end-to-end test (tests/test_bible.py), so that
 #   the README's test step, run before prepare-bible.sh, needs nothing that
 #   only prepare-bible.sh would install.
+# - a headless Chromium (chromium-headless-shell, 306 MB installed, about a
+#   minute of apt-get): tests/test_attribution_page.py opens the context
+#   attribution page in it and checks its DOM and a screenshot; a Chromium
+#   already on PATH (chromium, google-chrome) does as well.
 #
 # With root and apt-get, the missing ones are installed (apt-get update only
 # if a first install fails: the package lists may be stale). Otherwise, or if
@@ -25,6 +29,9 @@ JEMALLOC_PACKAGE=libjemalloc2
 SWORD_PACKAGES=(sword-text-sparv sword-text-web libsword-utils)
 JEMALLOC_COST="without it training runs with glibc's allocator, about 1.4x the CPU time per epoch (docs/study.md)"
 SWORD_COST="without them scripts/prepare-bible.sh cannot build the quickstart's corpus and tests/test_bible.py skips its end-to-end test"
+CHROMIUM_PACKAGE=chromium-headless-shell
+CHROMIUM_BINARIES=(chromium-headless-shell chromium chromium-browser google-chrome google-chrome-stable)
+CHROMIUM_COST="without it tests/test_attribution_page.py skips its browser test (the attribution page's DOM and screenshot)"
 
 # the library the training children would preload (fairseq_ctx/allocator.py), if any
 jemalloc() { "$PY" -m fairseq_ctx.allocator; }
@@ -40,6 +47,21 @@ sword_missing() {
   fi
 }
 
+# the package, where no Chromium is installed (the test finds any of CHROMIUM_BINARIES)
+chromium_missing() {
+  local pkg name
+  if command -v dpkg-query >/dev/null 2>&1; then
+    for pkg in "$CHROMIUM_PACKAGE" chromium; do
+      [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] && return 0
+    done
+  else
+    for name in "${CHROMIUM_BINARIES[@]}"; do
+      command -v "$name" >/dev/null 2>&1 && return 0
+    done
+  fi
+  echo "$CHROMIUM_PACKAGE"
+}
+
 if [ "${FAIRSEQ_CTX_JEMALLOC:-}" = none ]; then
   need_jemalloc=""
   echo "[install] jemalloc: off (FAIRSEQ_CTX_JEMALLOC=none)"
@@ -51,7 +73,9 @@ else
 fi
 need_sword=$(sword_missing | tr '\n' ' ' | sed 's/ *$//')
 [ -z "$need_sword" ] && echo "[install] SWORD modules: installed"
-missing="$need_jemalloc${need_jemalloc:+${need_sword:+ }}$need_sword"
+need_chromium=$(chromium_missing)
+[ -z "$need_chromium" ] && echo "[install] headless Chromium: installed"
+missing=$(echo $need_jemalloc $need_sword $need_chromium)
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -63,6 +87,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       need_jemalloc=""
     fi
     need_sword=$(sword_missing | tr '\n' ' ' | sed 's/ *$//')
+    need_chromium=$(chromium_missing)
   fi
   how="apt-get failed; install by hand:"
 else
@@ -73,5 +98,8 @@ if [ -n "$need_jemalloc" ]; then
 fi
 if [ -n "$need_sword" ]; then
   echo "fairseq_ctx: note: SWORD packages missing: $need_sword ($how sudo apt-get install ${SWORD_PACKAGES[*]}); $SWORD_COST"
+fi
+if [ -n "$need_chromium" ]; then
+  echo "fairseq_ctx: note: headless Chromium missing ($how sudo apt-get install $CHROMIUM_PACKAGE); $CHROMIUM_COST"
 fi
 exit 0

@@ -11,8 +11,9 @@
 #   build isolation, and its `torchaudio` requirement installs a wheel that
 #   cannot import. So it is built against the installed torch with
 #   --no-build-isolation --no-deps and its real needs are listed here.
-# - system libraries (jemalloc, the SWORD Bible modules) come from apt-get
-#   where this runs as root (scripts/install-system-packages.sh).
+# - system packages (jemalloc, the SWORD Bible modules, a headless Chromium
+#   for the attribution page's browser test) come from apt-get where this
+#   runs as root (scripts/install-system-packages.sh).
 # On a GPU machine, install the CUDA torch you want first and set
 # FAIRSEQ_CTX_TORCH=skip to keep it.
 set -euo pipefail
@@ -44,7 +45,8 @@ pip_install --no-build-isolation --no-deps -e .
 # package had imported the module already)
 "$PY" -c "from fairseq_ctx.quiet import main; main(['--install'])"
 # jemalloc for every training process of ours, the SWORD modules for the Bible
-# corpus and its test: installed with root and apt-get, else one line each on
-# how and what going without costs (scripts/install-system-packages.sh)
+# corpus and its test, chromium-headless-shell for the attribution page's
+# browser test: installed with root and apt-get, else one line each on how and
+# what going without costs (scripts/install-system-packages.sh)
 PYTHON="$PY" bash scripts/install-system-packages.sh
 "$PY" -c "import fairseq, fairseq_ctx, torch; print('fairseq', fairseq.__version__, '| torch', torch.__version__, '| fairseq_ctx', fairseq_ctx.__version__)"

@@ -103,6 +103,8 @@ SWORD = "sword-text-sparv sword-text-web libsword-utils"
 COST = "without it training runs with glibc's allocator, about 1.4x the CPU time per epoch (docs/study.md)"
 SWORD_COST = ("without them scripts/prepare-bible.sh cannot build the quickstart's corpus and tests/test_bible.py "
               "skips its end-to-end test")
+CHROMIUM_COST = ("without it tests/test_attribution_page.py skips its browser test (the attribution page's DOM and "
+                 "screenshot)")
 
 
 def _fake(bin_dir: Path, name: str, script: str):
@@ -113,7 +115,8 @@ def _fake(bin_dir: Path, name: str, script: str):
 
 def _install(tmp_path, uid, apt_get, sword_installed=True):
     """The script with fake ``id``, ``dpkg-query`` and ``apt-get`` first on
-    PATH and jemalloc looked for at ``tmp_path/lib/libjemalloc.so.2``."""
+    PATH and jemalloc looked for at ``tmp_path/lib/libjemalloc.so.2``
+    (``dpkg-query`` answers for the SWORD packages and Chromium alike)."""
     fake = tmp_path / "bin"
     fake.mkdir(exist_ok=True)
     _fake(fake, "id", f"echo {uid}\n")
@@ -133,7 +136,8 @@ def test_install_finds_jemalloc(tmp_path):
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "libjemalloc.so.2").write_bytes(b"")
     out, apt = _install(tmp_path, 0, apt_get="exit 0\n")
-    assert out == [f"[install] jemalloc: {tmp_path}/lib/libjemalloc.so.2", "[install] SWORD modules: installed"]
+    assert out == [f"[install] jemalloc: {tmp_path}/lib/libjemalloc.so.2", "[install] SWORD modules: installed",
+                   "[install] headless Chromium: installed"]
     assert apt == []
 
 
@@ -141,26 +145,28 @@ def test_install_as_root_with_apt_get(tmp_path):
     # apt-get "installs" the library where the allocator looks for it
     apt_get = f'mkdir -p {tmp_path}/lib && touch {tmp_path}/lib/libjemalloc.so.2\n'
     out, apt = _install(tmp_path, 0, apt_get=apt_get)
-    assert out == ["[install] SWORD modules: installed", "[install] apt-get install libjemalloc2",
-                   f"[install] jemalloc: {tmp_path}/lib/libjemalloc.so.2"]
+    assert out == ["[install] SWORD modules: installed", "[install] headless Chromium: installed",
+                   "[install] apt-get install libjemalloc2", f"[install] jemalloc: {tmp_path}/lib/libjemalloc.so.2"]
     assert apt == ["install -y -qq --no-install-recommends libjemalloc2"]
 
 
 def test_install_as_root_when_apt_get_fails(tmp_path):
     out, apt = _install(tmp_path, 0, apt_get="exit 100\n", sword_installed=False)
-    assert out == [f"[install] apt-get install libjemalloc2 {SWORD}",
+    assert out == [f"[install] apt-get install libjemalloc2 {SWORD} chromium-headless-shell",
                    "fairseq_ctx: note: jemalloc not found (apt-get failed; install by hand: sudo apt-get install "
                    "libjemalloc2, or your system's jemalloc package, or set "
                    f"FAIRSEQ_CTX_JEMALLOC=/path/to/libjemalloc.so.2); {COST}",
                    f"fairseq_ctx: note: SWORD packages missing: {SWORD} (apt-get failed; install by hand: sudo "
-                   f"apt-get install {SWORD}); {SWORD_COST}"]
+                   f"apt-get install {SWORD}); {SWORD_COST}",
+                   "fairseq_ctx: note: headless Chromium missing (apt-get failed; install by hand: sudo apt-get "
+                   f"install chromium-headless-shell); {CHROMIUM_COST}"]
     # the install, then an update of the package lists (which fails too: no second install)
-    assert apt == [f"install -y -qq --no-install-recommends libjemalloc2 {SWORD}", "update -qq"]
+    assert apt == [f"install -y -qq --no-install-recommends libjemalloc2 {SWORD} chromium-headless-shell", "update -qq"]
 
 
 def test_install_without_root_is_one_line(tmp_path):
     out, apt = _install(tmp_path, 1000, apt_get="exit 0\n")
-    assert out == ["[install] SWORD modules: installed",
+    assert out == ["[install] SWORD modules: installed", "[install] headless Chromium: installed",
                    "fairseq_ctx: note: jemalloc not found (not root with apt-get; install by hand: sudo apt-get "
                    "install libjemalloc2, or your system's jemalloc package, or set "
                    f"FAIRSEQ_CTX_JEMALLOC=/path/to/libjemalloc.so.2); {COST}"]
