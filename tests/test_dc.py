@@ -13,9 +13,14 @@ from fairseq_ctx.analysis.dc_divergence import head_max_distribution, js_diverge
 from fairseq_ctx.models.transformer_dc import parse_layer_spec
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.readout import reading
-from tests.utils import REPO, build_model as build, n_params, toy_dictionary, train_in_process
+from tests.utils import REPO
+from tests.utils import build_model as build
+from tests.utils import n_params, padded_batch, tiny_model, toy_dictionary, train_in_process
 
 torch.set_num_threads(1)
+
+# the token ids the model-level tests draw (of the toy dictionary's 4..43), no </s>
+WORDS = (4, 40)
 
 
 # ---------------------------------------------------------------------------
@@ -244,15 +249,14 @@ def test_every_grid_setting_computes_its_equations(variant):
     Enc/Full f = 2 and 8; the kernel size flag ignored (f = 2) fails every
     f = 3 and 8 setting; the decoder's future mask dropped from the FI
     attention fails every Dec/Full setting.)"""
-    torch.manual_seed(0)
-    model = build("transformer_dc_tiny", list(variant.flags)).eval()
+    model = tiny_model(variant)
     f = variant.settings["dc_kernel_size"]
     with torch.no_grad():
         for name, p in model.named_parameters():
             if ".self_attn." in name:
                 p.normal_(std=0.5)
-    src = _tokens([4, 9, 6], pad_left=True)
-    tgt = _tokens([7, 5, 7], pad_left=False, seed=1, bos=2)
+    src = padded_batch([4, 9, 6], vocab=WORDS, eos=False)
+    tgt = padded_batch([7, 5, 7], left_pad=False, seed=1, bos=2, vocab=WORDS, eos=False)
     records = {"encoder": [{} for _ in model.encoder.layers], "decoder": [{} for _ in model.decoder.layers]}
     handles = []
     for side, recs in records.items():
@@ -295,28 +299,12 @@ def test_every_grid_setting_computes_its_equations(variant):
 # ---------------------------------------------------------------------------
 # model-level invariances
 # ---------------------------------------------------------------------------
-def _tokens(lengths, pad_left, seed=0, bos=None):
-    g = torch.Generator().manual_seed(seed)
-    T = max(lengths)
-    out = torch.full((len(lengths), T), 1, dtype=torch.long)  # pad = 1
-    for i, n in enumerate(lengths):
-        seq = torch.randint(4, 40, (n,), generator=g)
-        if bos is not None:
-            seq[0] = bos
-        if pad_left:
-            out[i, T - n:] = seq
-        else:
-            out[i, :n] = seq
-    return out
-
-
 @pytest.mark.parametrize("f", [2, 3])
 @pytest.mark.parametrize("pad_left", [True, False])
 def test_encoder_padding_invariance(f, pad_left):
     """A sentence's encoding is unchanged when batched with longer ones."""
-    torch.manual_seed(0)
-    model = build("transformer_dc_tiny", ["--dc-kernel-size", str(f)]).eval()
-    src = _tokens([4, 9, 6], pad_left)
+    model = tiny_model("dc", ["--dc-kernel-size", str(f)])
+    src = padded_batch([4, 9, 6], left_pad=pad_left, vocab=WORDS, eos=False)
     out = model.encoder(src, src.ne(1).sum(1))["encoder_out"][0]  # T x B x C
     for i in range(3):
         alone = src[i:i + 1][src[i:i + 1].ne(1)].view(1, -1)
@@ -336,10 +324,9 @@ def _decode_incrementally(model, tgt, enc):
 
 @pytest.mark.parametrize("f,extra", [(2, []), (3, []), (2, ["--decoder-normalize-before"]), (1, [])])
 def test_incremental_equals_full(f, extra):
-    torch.manual_seed(0)
-    model = build("transformer_dc_tiny", ["--dc-decoder-layers", "all", "--dc-kernel-size", str(f), *extra]).eval()
-    src = _tokens([5, 8, 3], pad_left=True)
-    tgt = _tokens([7, 7, 7], pad_left=False, seed=1, bos=2)
+    model = tiny_model("dc", ["--dc-decoder-layers", "all", "--dc-kernel-size", str(f), *extra])
+    src = padded_batch([5, 8, 3], vocab=WORDS, eos=False)
+    tgt = padded_batch([7, 7, 7], left_pad=False, seed=1, bos=2, vocab=WORDS, eos=False)
     full, _ = model(src, src.ne(1).sum(1), tgt)
     enc = model.encoder(src, src.ne(1).sum(1))
     step, _ = _decode_incrementally(model, tgt, enc)
@@ -348,10 +335,9 @@ def test_incremental_equals_full(f, extra):
 
 def test_beam_reordering_mid_sequence():
     """Reordering the caches mid-sequence equals decoding the reordered batch."""
-    torch.manual_seed(0)
-    model = build("transformer_dc_tiny", ["--dc-decoder-layers", "all", "--dc-kernel-size", "3"]).eval()
-    src = _tokens([5, 8, 3], pad_left=True)
-    tgt = _tokens([8, 8, 8], pad_left=False, seed=2, bos=2)
+    model = tiny_model("dc", ["--dc-decoder-layers", "all", "--dc-kernel-size", "3"])
+    src = padded_batch([5, 8, 3], vocab=WORDS, eos=False)
+    tgt = padded_batch([8, 8, 8], left_pad=False, seed=2, bos=2, vocab=WORDS, eos=False)
     enc = model.encoder(src, src.ne(1).sum(1))
     new_order = torch.tensor([2, 0, 0, 1])
     split = 4
@@ -371,9 +357,8 @@ def test_beam_reordering_mid_sequence():
 
 
 def test_alpha_readout_and_js():
-    torch.manual_seed(0)
-    model = build("transformer_dc_tiny", ["--dc-encoder-layers", "2"]).eval()
-    src = _tokens([4, 6], pad_left=True)
+    model = tiny_model("dc", ["--dc-encoder-layers", "2"])
+    src = padded_batch([4, 6], vocab=WORDS, eos=False)
     plain = model.encoder(src, src.ne(1).sum(1))
     (dc,) = model.encoder.dc_modules()  # DC in encoder layer 2 only
     with reading(model.encoder) as modules:
