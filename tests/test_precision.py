@@ -17,7 +17,7 @@ import torch
 
 import fairseq_ctx
 from fairseq_ctx import architectures
-from tests.utils import REPO, build_model, make_parallel_data, preprocess, run_cli, toy_dictionary, train
+from tests.utils import REPO, build_model, make_parallel_data, padded_batch, preprocess, run_cli, toy_dictionary, train
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
@@ -78,33 +78,20 @@ def _kind(v):
 TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2}
 
 
-def _tokens(d, lengths, left_pad, g):
-    """B x max(lengths) random tokens ending in </s>, padded left or right."""
-    out = torch.full((len(lengths), max(lengths)), d.pad())
-    for i, n in enumerate(lengths):
-        row = torch.randint(d.nspecial, len(d), (n,), generator=g)
-        row[-1] = d.eos()
-        if left_pad:
-            out[i, out.size(1) - n:] = row
-        else:
-            out[i, :n] = row
-    return out
-
-
 def _sample(d, kind, seed=0):
     """A 250-token sentence beside a short one: sources left-padded (250 and
     1 tokens; 501 and 3 when concatenated with a context), targets
     right-padded (250 and 50), contexts 1 and 250 tokens."""
     g = torch.Generator().manual_seed(seed)
     src_lengths = [501, 3] if kind == "concat" else [250, 1]
-    src = _tokens(d, src_lengths, True, g)
-    target = _tokens(d, [250, 50], False, g)
+    src = padded_batch(src_lengths, generator=g, dictionary=d)
+    target = padded_batch([250, 50], generator=g, dictionary=d, left_pad=False)
     prev = target.roll(1, dims=1)  # </s> first, as fairseq's collater moves it
     prev[:, 0] = d.eos()
     prev[1, 50:] = d.pad()
     net_input = {"src_tokens": src, "src_lengths": torch.tensor(src_lengths), "prev_output_tokens": prev}
     if kind == "context":
-        ctx = _tokens(d, [1, 250], True, g)
+        ctx = padded_batch([1, 250], generator=g, dictionary=d)
         net_input.update(ctx_tokens=ctx, ctx_lengths=ctx.ne(d.pad()).sum(1))
     return {"net_input": net_input, "target": target}
 

@@ -8,45 +8,29 @@ is recorded and the DC module computes no attention probabilities."""
 import pytest
 import torch
 
-from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS
+from fairseq_ctx.architectures import TINY_DIMS, VARIANTS
 from fairseq_ctx.modules.ctxsan_attention import ContextAwareSelfAttention
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.readout import Readout, reading, readout_modules
-from tests.utils import build_model
+from tests.utils import padded_batch, tiny_model
 
 torch.set_num_threads(1)
 
 NAMES = [v.name for v in VARIANTS]
-BY_NAME = {v.name: v for v in VARIANTS}
 B, T_SRC, T_TGT, T_CTX = 3, 5, 4, 3
-
-
-def _model(name):
-    torch.manual_seed(0)
-    v = BY_NAME[name]
-    model = build_model(v.arch, [*TINY_FLAGS, *v.flags, "--dropout", "0"]).eval()
-    with torch.no_grad():
-        for pname, p in model.named_parameters():
-            if pname.endswith(("gate_h", "gate_c")):  # zero at init: every lambda 0.5
-                p.normal_(std=0.5)
-    return model
 
 
 def _inputs(model, seed=0):
     """Left-padded sources (and contexts where the model reads them), decoder inputs."""
     d = model.encoder.dictionary
     g = torch.Generator().manual_seed(seed)
-    src = torch.randint(d.nspecial, len(d), (B, T_SRC), generator=g)
-    src[:, -1] = d.eos()
+    src = padded_batch([T_SRC] * B, generator=g, dictionary=d)
     src[0, :2] = d.pad()
-    prev = torch.randint(d.nspecial, len(d), (B, T_TGT), generator=g)
-    prev[:, 0] = d.eos()
+    prev = padded_batch([T_TGT] * B, generator=g, dictionary=d, eos=False, bos=d.eos())
     kwargs = {}
     if getattr(model, "accepts_context", False):
-        ctx = torch.randint(d.nspecial, len(d), (B, T_CTX), generator=g)
-        ctx[:, -1] = d.eos()
-        kwargs["ctx_tokens"] = ctx
+        kwargs["ctx_tokens"] = padded_batch([T_CTX] * B, generator=g, dictionary=d)
     return src, src.ne(d.pad()).sum(1), prev, kwargs
 
 
@@ -67,13 +51,24 @@ COUNTS = {"transformer": 0, "concat": 0, "ctxsan": 2, "ctxsan_both": 4, "dc": 2,
           "ctxenc": 1}
 
 
-def test_every_variant_is_listed():
-    assert set(COUNTS) == set(NAMES)
+def test_counts_follow_from_each_variants_settings():
+    """The table against the catalogue it stands for: a ctxsan attention in
+    every layer of each side it is on, a DC module in every layer of each
+    side DC is on ("all"), ctxenc's one gated layer; nothing else reads out."""
+    layers = TINY_DIMS["layers"]
+
+    def count(v):
+        s = v.settings
+        ctxsan_sides = {"encoder": 1, "decoder": 1, "both": 2}.get(s.get("ctxsan_side"), 0)
+        dc_sides = (s.get("dc_encoder_layers") == "all") + (s.get("dc_decoder_layers") == "all")
+        return layers * (ctxsan_sides + dc_sides) + (v.arch == "transformer_ctxenc")
+
+    assert COUNTS == {v.name: count(v) for v in VARIANTS}
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_reading_switches_on_exactly_the_readout_modules_and_keeps_nothing_after(name):
-    model = _model(name)
+    model = tiny_model(name)
     expected = _expected(model)
     assert len(expected) == COUNTS[name]
     src, lengths, prev, kwargs = _inputs(model)
@@ -116,7 +111,7 @@ def test_reading_switches_on_exactly_the_readout_modules_and_keeps_nothing_after
 def test_decoder_readout_of_an_incremental_step_covers_that_step(name):
     """A later forward replaces the readout: during incremental decoding a
     decoder module's readout is the last step's (T = 1)."""
-    model = _model(name)
+    model = tiny_model(name)
     src, lengths, prev, kwargs = _inputs(model)
     with torch.no_grad(), reading(model.decoder) as modules:
         assert modules and all(n.startswith("layers.") for n in modules)
@@ -137,13 +132,13 @@ def test_nothing_is_recorded_or_computed_for_the_readout_when_it_is_off(monkeypa
     calls = []
     monkeypatch.setattr(Readout, "record_readout", lambda self, **v: calls.append(type(self).__name__))
     for name in ("ctxsan_both", "dc_full", "ctxenc"):
-        model = _model(name)
+        model = tiny_model(name)
         src, lengths, prev, kwargs = _inputs(model)
         with torch.no_grad():
             model(src, lengths, prev, **kwargs)
         assert calls == [], name
 
-    model = _model("dc_full")
+    model = tiny_model("dc_full")
     src, lengths, prev, kwargs = _inputs(model)
     softmax = torch.softmax
     counted = []
@@ -157,7 +152,7 @@ def test_nothing_is_recorded_or_computed_for_the_readout_when_it_is_off(monkeypa
 
 
 def test_reading_a_submodule_and_nested_reading():
-    model = _model("dc_full")
+    model = tiny_model("dc_full")
     enc_dc, dec_dc = model.encoder.dc_modules(), [m for m in model.decoder.modules()
                                                    if isinstance(m, DualContextualModule)]
     with reading(model.encoder) as modules:

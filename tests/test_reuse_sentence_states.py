@@ -5,32 +5,23 @@ Same outputs as the ordinary path, less encoder work."""
 import math
 
 import torch
+from fairseq.data.data_utils import collate_tokens
 
-from fairseq_ctx.architectures import BY_NAME, TINY_FLAGS
+from fairseq_ctx.architectures import BY_NAME
 from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache
-from tests.utils import build_model, generate_in_process, interactive_in_process
+from tests.utils import generate_in_process, interactive_in_process, padded_batch, tiny_model
 
 torch.set_num_threads(1)
 
 
-def _model():
-    torch.manual_seed(0)
-    return build_model("transformer_ctxenc", [*TINY_FLAGS, "--dropout", "0"]).eval()
-
-
 def _sentence(d, n, g):
-    words = torch.randint(d.nspecial, len(d), (n,), generator=g)
-    words[-1] = d.eos()
-    return words
+    """n random words ending in </s> (the next row of ``g``'s stream)."""
+    return padded_batch([n], generator=g, dictionary=d)[0]
 
 
 def _pad(rows, pad):
     """Left-padded batch, as fairseq collates sources and contexts."""
-    width = max(len(r) for r in rows)
-    out = torch.full((len(rows), width), pad, dtype=torch.long)
-    for i, r in enumerate(rows):
-        out[i, width - len(r):] = r
-    return out
+    return collate_tokens(rows, pad, left_pad=True)
 
 
 def _documents(d, seed=0):
@@ -63,7 +54,7 @@ def _encode_in_rounds(model, docs, cache):
 
 
 def test_reused_states_give_the_same_encoder_output():
-    model = _model()
+    model = tiny_model("ctxenc")
     docs = _documents(model.encoder.dictionary)
     plain = _encode_in_rounds(model, docs, None)
     cache = SharedStateCache()
@@ -78,7 +69,7 @@ def test_reused_states_give_the_same_encoder_output():
 
 
 def test_a_context_never_seen_is_encoded_as_usual():
-    model = _model()
+    model = tiny_model("ctxenc")
     d = model.encoder.dictionary
     docs = _documents(d, seed=1)
     cache = SharedStateCache()
@@ -93,7 +84,7 @@ def test_a_context_never_seen_is_encoded_as_usual():
 
 
 def test_the_cache_is_not_used_with_autograd_and_is_cleared_when_weights_may_change():
-    model = _model()
+    model = tiny_model("ctxenc")
     d = model.encoder.dictionary
     cache = SharedStateCache()
     model.encoder.state_cache = cache
