@@ -24,6 +24,7 @@ equals minus the mean of ``--score-reference``'s positional scores.
 What only one architecture has (equations, parameter counts, its flags) is
 in its own test file.
 """
+import functools
 import math
 import re
 
@@ -35,7 +36,8 @@ from fairseq.sequence_generator import SequenceGenerator
 from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS, grid_archs, names, one_of_each, option_grid, variant
 from fairseq_ctx.modules.incremental_cache import settled
 from fairseq_ctx.modules.readout import reading
-from tests.utils import build_model, generate_in_process, interactive_in_process, parse_generate, validate
+from tests.utils import (build_model, generate_in_process, interactive_in_process, padded_batch, parse_generate,
+                         tiny_model, validate)
 
 torch.set_num_threads(1)
 
@@ -53,40 +55,14 @@ HALF_TOLERANCE = {torch.float16: 2e-3, torch.bfloat16: 1e-2}
 
 # ---------------------------------------------------------------- in-process
 
-_MODELS = {}
-
-
-def _model(name):
-    """The variant at tiny size, dropout off, every parameter random (the
-    variant's ``constant_init`` parameters, e.g. ctxsan's gate vectors, start
-    at one value, which would hide part of the equations)."""
-    if name not in _MODELS:
-        torch.manual_seed(0)
-        model = build_model(BY_NAME[name].arch, [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", "0"]).eval()
-        constant = BY_NAME[name].constant_init
-        with torch.no_grad():
-            for pname, p in model.named_parameters():
-                if constant and pname.endswith(constant):
-                    p.normal_(std=0.5)
-        _MODELS[name] = model
-    return _MODELS[name]
+# each variant at tiny size, dropout off, its constant-init parameters random
+# (ctxsan's gate vectors start at one value, which would hide part of the
+# equations): built once per session
+_model = functools.cache(tiny_model)
 
 
 def _reads_context(model):
     return getattr(model, "accepts_context", False)
-
-
-def _sentences(d, lengths, width, g, left_pad=True):
-    """Rows of random words ending in </s>, padded to ``width``."""
-    out = torch.full((len(lengths), width), d.pad(), dtype=torch.long)
-    for i, n in enumerate(lengths):
-        words = torch.randint(d.nspecial, len(d), (n,), generator=g)
-        words[-1] = d.eos()
-        if left_pad:
-            out[i, width - n:] = words
-        else:
-            out[i, :n] = words
-    return out
 
 
 def _batch(model, seed=0):
@@ -95,10 +71,12 @@ def _batch(model, seed=0):
     d = model.encoder.dictionary
     g = torch.Generator().manual_seed(seed)
     src_lengths = torch.tensor([5, 7, 3, 6])
-    src = _sentences(d, src_lengths.tolist(), 7, g)
-    kwargs = {"ctx_tokens": _sentences(d, [4, 2, 5, 3], 5, g)} if _reads_context(model) else {}
+    src = padded_batch(src_lengths.tolist(), width=7, generator=g, dictionary=d)
+    kwargs = {}
+    if _reads_context(model):  # drawn only then: the decoder inputs come next from the same stream
+        kwargs["ctx_tokens"] = padded_batch([4, 2, 5, 3], width=5, generator=g, dictionary=d)
     tgt_lengths = [6, 4, 5, 2]
-    prev = _sentences(d, tgt_lengths, 6, g, left_pad=False)
+    prev = padded_batch(tgt_lengths, width=6, generator=g, dictionary=d, left_pad=False)
     prev = torch.cat([torch.full((4, 1), d.eos()), prev[:, :-1]], dim=1)  # shifted, as fairseq feeds it
     return src, src_lengths, prev, tgt_lengths, kwargs
 
@@ -368,8 +346,7 @@ def test_option_grid_models_have_what_they_declare(name):
     whether their decoder caches state of its own beyond fairseq's attention
     caches are those their Variant declares."""
     v = variant(name)
-    torch.manual_seed(0)
-    model = build_model(v.arch, [*TINY_FLAGS, *v.flags, "--dropout", "0"]).eval()
+    model = tiny_model(v, random_constants=False)
     src, src_lengths, prev, _, kwargs = _batch(model)
     with torch.no_grad():
         with reading(model.encoder) as modules:
@@ -402,19 +379,80 @@ def _generate(name, doc_corpus, trained_checkpoint, tmp_path_factory, extra=()):
     return _GENERATED[key]
 
 
+def _forward_log2_probs(name, doc_corpus, trained_checkpoint, targets=None):
+    """``{i: [log2-probability of each token]}`` that variant ``name``'s
+    checkpoint gives ``targets[i]`` (tokens ending in </s>; default: test
+    sentence i's reference) as the translation of test sentence i, with the
+    source and context the task's test set gives it: one teacher-forced
+    forward pass per sentence, neither beam search nor fairseq's scorer."""
+    from fairseq import checkpoint_utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(trained_checkpoint(name))], arg_overrides={"data": str(doc_corpus[1])})
+    model = models[0].eval()
+    task.load_dataset("test")
+    dataset = task.dataset("test")
+    targets = targets or {i: dataset[i]["target"] for i in range(len(dataset))}
+    out = {}
+    with torch.no_grad():
+        for i, target in targets.items():
+            net_input = dict(dataset.collater([dataset[i]])["net_input"])
+            target = target.long().unsqueeze(0)
+            net_input["prev_output_tokens"] = target.roll(1, dims=1)  # </s> first, as fairseq feeds it
+            lprobs = model.get_normalized_probs(model(**net_input), log_probs=True)[0]
+            out[i] = (lprobs.gather(-1, target[0].unsqueeze(-1)).squeeze(-1) / math.log(2)).tolist()
+    return out
+
+
+def _positional_scores(output):
+    """fairseq-generate's ``P-`` lines: ``{id: [score of each token, base 2]}``."""
+    return {int(i): [float(x) for x in p.split()] for i, p in re.findall(r"^P-(\d+)\t(.*)$", output, re.M)}
+
+
+def _check_scores(output, want):
+    """Each sentence's ``P-`` scores (4 decimals) are ``want``'s, and its
+    ``H-`` score their mean (the length normalisation of fairseq's default
+    --lenpen 1)."""
+    hyps, _ = parse_generate(output)
+    positions = _positional_scores(output)
+    assert sorted(hyps) == sorted(positions) == sorted(want) == list(range(14))
+    for i, (_, score) in hyps.items():
+        assert len(positions[i]) == len(want[i]), i
+        assert max(abs(a - b) for a, b in zip(positions[i], want[i])) < 1e-4, (i, positions[i], want[i])
+        assert math.isclose(score, sum(want[i]) / len(want[i]), abs_tol=1e-5), (i, score)
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_generate_translates_every_sentence(name, doc_corpus, trained_checkpoint, tmp_path_factory):
-    hyps, srcs = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory))
-    assert sorted(hyps) == list(range(14)) == sorted(srcs)
-    assert all(math.isfinite(score) for _, score in hyps.values())
+def test_generate_translates_every_sentence(name, doc_corpus, trained_checkpoint, tmp_path, monkeypatch):
+    """Every test sentence gets a hypothesis, and the score of each of its
+    tokens is what the model gives that token in a plain forward pass over
+    the hypothesis (beam search's incremental decoding and the context
+    checked against the full forward). The hypotheses' tokens are taken from
+    beam search itself: the printed text drops any <s> the model chose."""
+    produced = {}
+    search = SequenceGenerator.generate
+
+    def recording(self, models, sample, **kwargs):
+        hypos = search(self, models, sample, **kwargs)
+        produced.update({int(i): h[0]["tokens"] for i, h in zip(sample["id"], hypos)})
+        return hypos
+
+    monkeypatch.setattr(SequenceGenerator, "generate", recording)
+    generate_in_process(doc_corpus[1], trained_checkpoint(name), tmp_path, task_flags=BY_NAME[name].task)
+    output = (tmp_path / "generate-test.txt").read_text()
+    _GENERATED.setdefault((name, ()), output)  # the output the tests below read
+    _check_scores(output, _forward_log2_probs(name, doc_corpus, trained_checkpoint, produced))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_score_reference_scores_every_reference(name, doc_corpus, trained_checkpoint, tmp_path_factory):
-    hyps, _ = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory,
-                                       extra=["--score-reference"]))
-    assert sorted(hyps) == list(range(14))
-    assert all(math.isfinite(score) and score < 0 for _, score in hyps.values())
+    """``--score-reference`` scores each test sentence's own reference (the
+    raw target line), each token as the model does in a forward pass."""
+    output = _generate(name, doc_corpus, trained_checkpoint, tmp_path_factory, extra=["--score-reference"])
+    hyps, _ = parse_generate(output)
+    references = (doc_corpus[0] / "test.tgt").read_text().splitlines()
+    assert {i: hyp for i, (hyp, _) in hyps.items()} == dict(enumerate(references))
+    _check_scores(output, _forward_log2_probs(name, doc_corpus, trained_checkpoint))
 
 
 def _documents(raw_dir, subset="test"):
