@@ -16,10 +16,12 @@ In-process, at tiny size with random weights (dropout off):
 
 Through fairseq's own command-line code (``fairseq_cli.*.main`` in this
 process), with a checkpoint trained for two updates by ``fairseq-train``:
-``fairseq-generate`` translates every test sentence, ``--score-reference``
-scores every reference, ``fairseq-interactive`` on the raw lines of the test
-set's documents gives generate's hypotheses, and ``fairseq-validate``'s NLL
-equals minus the mean of ``--score-reference``'s positional scores.
+``fairseq-generate`` translates every test sentence and ``--score-reference``
+scores every reference, each token's printed score being the checkpoint's
+log-probability of it in a teacher-forced forward pass (with the test set's
+context), ``fairseq-interactive`` on the raw lines of the test set's
+documents gives generate's hypotheses, and ``fairseq-validate``'s NLL equals
+minus the mean of ``--score-reference``'s positional scores.
 
 What only one architecture has (equations, parameter counts, its flags) is
 in its own test file.
