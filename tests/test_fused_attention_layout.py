@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from fairseq_ctx.architectures import VARIANTS
 from fairseq_ctx.modules import fused_attention
 from tests.test_contract import ORDER, _batch
-from tests.utils import build_model
+from tests.utils import tiny_model
 
 ALIGN = 16  # bytes
 SIZES = {
@@ -78,9 +78,8 @@ class Recorder:
 
 
 def _model(variant, size, dtype):
-    torch.manual_seed(0)
-    flags = ["--encoder-layers", "2", "--decoder-layers", "2", *SIZES[size], *variant.flags, "--dropout", "0"]
-    return build_model(variant.arch, flags).to(dtype)
+    dims = ["--encoder-layers", "2", "--decoder-layers", "2", *SIZES[size]]
+    return tiny_model(variant, dims=dims, random_constants=False).to(dtype)
 
 
 def _exercise(model):

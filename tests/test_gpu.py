@@ -42,7 +42,7 @@ import torch
 from fairseq_ctx.architectures import VARIANTS
 from fairseq_ctx.modules import fused_attention
 from tests.test_contract import ORDER, STEPS, _batch, _decode, _encode, _encoder_attention_keys, _row
-from tests.utils import USER_DIR, _cli_args, build_model, parse_generate
+from tests.utils import USER_DIR, _cli_args, parse_generate, tiny_model
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -61,15 +61,11 @@ _MODELS = {}
 
 
 def _model(name, dtype):
+    """The variant at Base widths (two layers a side) as the contract builds
+    it at tiny size (tests.utils.tiny_model: ctxsan's gates random), on CUDA."""
     key = (name, dtype)
     if key not in _MODELS:
-        torch.manual_seed(0)
-        model = build_model(BY_NAME[name].arch, [*BASE_WIDTHS, *BY_NAME[name].flags, "--dropout", "0"])
-        with torch.no_grad():
-            for pname, p in model.named_parameters():
-                if pname.endswith(("gate_h", "gate_c")):
-                    p.normal_(std=0.5)  # ctxsan's gates start at zero
-        _MODELS[key] = model.to(device="cuda", dtype=DTYPES[dtype]).eval()
+        _MODELS[key] = tiny_model(name, dims=BASE_WIDTHS).to(device="cuda", dtype=DTYPES[dtype])
     return _MODELS[key]
 
 
@@ -168,8 +164,7 @@ def test_fp32_training_through_the_memory_efficient_kernel(name, record_property
     every call, the gradients are the math kernel's, and Adam steps train."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    torch.manual_seed(0)
-    model = build_model(BY_NAME[name].arch, [*BASE_WIDTHS, *BY_NAME[name].flags, "--dropout", "0"]).cuda().train()
+    model = tiny_model(name, dims=BASE_WIDTHS, random_constants=False).cuda().train()
     src, src_lengths, prev, tgt_lengths, kwargs = _cuda(_batch(model))
     real = (torch.arange(prev.size(1))[None, :] < torch.tensor(tgt_lengths)[:, None]).cuda()
     target = torch.roll(prev, -1, dims=1)  # any fixed tokens: the loss only has to reach every parameter
