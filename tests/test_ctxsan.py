@@ -8,9 +8,10 @@ import pytest
 import torch
 
 import fairseq_ctx  # noqa: F401  (registers the architectures)
+from fairseq_ctx.architectures import ctxsan
 from fairseq_ctx.modules.ctxsan_attention import ContextAwareSelfAttention, ContextHistory
 from fairseq_ctx.modules.readout import reading
-from tests.utils import build_model, n_params, run_cli, toy_dictionary
+from tests.utils import build_model, n_params, padded_batch, run_cli, tiny_model, toy_dictionary
 
 SIDES = ("encoder", "decoder", "both")
 CONTEXTS = ("global", "deep", "deep-global", "deep-global+deep")
@@ -325,25 +326,22 @@ def test_history_means_ignore_padding_and_are_causal_in_decoder():
 # ---------------------------------------------------------------- model behaviour
 
 def _model(side, context="deep-global+deep", seed=0, layers=3):
-    torch.manual_seed(seed)
-    model, d = build("transformer_ctxsan_tiny", ["--ctxsan-side", side, "--ctxsan-context", context,
-                                                 "--encoder-layers", str(layers), "--decoder-layers", str(layers)])
-    # gates start at lambda = 0.5 everywhere; randomise them so the tests
-    # exercise position-dependent gates
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if name.endswith(("gate_h", "gate_c")):
-                param.normal_(std=0.5)
-    return model.eval(), d
+    """ctxsan on ``side`` with ``context``, ``layers`` a side, its gates
+    (every lambda 0.5 at init) randomised so the tests exercise
+    position-dependent gates; returns (model, dictionary)."""
+    d = toy_dictionary(60)
+    layer_flags = ["--encoder-layers", str(layers), "--decoder-layers", str(layers)]
+    return tiny_model(ctxsan(ctxsan_side=side, ctxsan_context=context), layer_flags, seed=seed, dictionary=d), d
 
 
 def _batch(d, B=3, S=7, T=6, seed=1):
+    """Sources left-padded (rows 1 and 2 by 2 and 4; no </s>), decoder inputs
+    </s> first and right-padded (row 2 after 4 tokens)."""
     g = torch.Generator().manual_seed(seed)
-    src = torch.randint(d.nspecial, len(d), (B, S), generator=g)
+    src = padded_batch([S] * B, generator=g, dictionary=d, eos=False)
     src[1, :2] = d.pad()  # sources are left-padded in fairseq
     src[2, :4] = d.pad()
-    tgt = torch.randint(d.nspecial, len(d), (B, T), generator=g)
-    tgt[:, 0] = d.eos()
+    tgt = padded_batch([T] * B, generator=g, dictionary=d, eos=False, bos=d.eos())
     tgt[2, 4:] = d.pad()  # targets are right-padded
     return src, src.ne(d.pad()).sum(1), tgt
 
@@ -704,14 +702,9 @@ def test_every_grid_setting_computes_its_equations(variant):
     H^2..H^l instead of H^1..H^{l-1} fails the 18 deep and deep-global+deep
     settings; the decoder's prefix means replaced by whole-target means
     fails the 18 decoder / both settings with a mean-based context.)"""
-    torch.manual_seed(0)
-    model, d = build("transformer_ctxsan_tiny", [*variant.flags, "--encoder-layers", "3", "--decoder-layers", "3"])
+    d = toy_dictionary(60)
+    model = tiny_model(variant, ["--encoder-layers", "3", "--decoder-layers", "3"], dictionary=d)
     assert model.args.ctxsan_context == variant.settings["ctxsan_context"]
-    model.eval()
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if name.endswith(("gate_h", "gate_c")):
-                param.normal_(std=0.5)
     src, lens, tgt = _batch(d)
     aware = {"encoder": ("encoder", "both"), "decoder": ("decoder", "both")}
     records = {}
