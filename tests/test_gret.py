@@ -17,7 +17,7 @@ from fairseq_ctx.modules.gret_capsule_routing import CapsuleRouting, squash
 from fairseq_ctx.modules.gret_context_gate import ContextGate
 from fairseq_ctx.modules.gret_global import GlobalRepresentation
 from tests.utils import build_model as build_arch
-from tests.utils import generate_in_process, n_params, toy_dictionary, train
+from tests.utils import generate_in_process, n_params, padded_batch, tiny_model, toy_dictionary, train
 
 # ----------------------------------------------------------------- helpers
 
@@ -28,25 +28,15 @@ def build_model(arch, extra=(), dictionary=None, dict_size=40):
     return build_arch(arch, extra, d), d
 
 
-def left_pad(sentences, pad):
-    """B x S LongTensor of left-padded sentences (fairseq's source layout)."""
-    width = max(len(s) for s in sentences)
-    out = torch.full((len(sentences), width), pad, dtype=torch.long)
-    for i, s in enumerate(sentences):
-        out[i, width - len(s):] = torch.tensor(s)
-    return out
+def _sources(d, lengths, seed=0):
+    """Left-padded sources of ``lengths`` tokens: n - 1 random words, then </s>."""
+    words = padded_batch([n - 1 for n in lengths], seed=seed, dictionary=d, eos=False)
+    return torch.cat([words, words.new_full((len(lengths), 1), d.eos())], dim=1)
 
 
-def tiny_gret(extra=(), seed=1):
-    torch.manual_seed(seed)
-    model, d = build_model("transformer_gret_tiny", ["--dropout", "0", *extra])
-    model.eval()
-    return model, d
-
-
-def random_sentences(d, lengths, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return [torch.randint(d.nspecial, len(d), (n - 1,), generator=g).tolist() + [d.eos()] for n in lengths]
+def _decoder_inputs(d, bsz=3, tgt_len=6):
+    """Random decoder inputs, </s> first."""
+    return padded_batch([tgt_len] * bsz, seed=3, dictionary=d, eos=False, bos=d.eos())
 
 
 def reference_routing(routing, states, padding_mask):
@@ -163,10 +153,11 @@ def test_global_state_rebuilt_from_encoder_states(iters, softmax_over):
     """encoder_out["gret_global"] equals s^M rebuilt by Eq. 2-10 from the
     outputs of encoder layers 1..M (``encoder_states[1:]``; [0] is the
     embedding), with the routing count taken from --gret-routing-iters."""
-    model, d = tiny_gret(["--encoder-layers", "3", "--gret-capsules", "5", "--gret-routing-iters", str(iters),
-                          "--gret-routing-softmax", softmax_over])
+    model = tiny_model("gret", ["--encoder-layers", "3", "--gret-capsules", "5", "--gret-routing-iters", str(iters),
+                                "--gret-routing-softmax", softmax_over], seed=1)
+    d = model.encoder.dictionary
     lengths = [6, 9, 4]
-    src = left_pad(random_sentences(d, lengths, seed=7), d.pad())
+    src = _sources(d, lengths, seed=7)
     with torch.no_grad():
         out = model.encoder(src, torch.tensor(lengths), return_all_hiddens=True)
         states = out["encoder_states"]
@@ -281,10 +272,11 @@ def test_every_grid_setting_computes_its_equations(variant):
     6; the gate dropped (r + s) fails the 7 gated settings.)"""
     from fairseq.models.transformer import TransformerDecoderBase
 
-    model, d = tiny_gret([*variant.flags, "--encoder-layers", "3"])
+    model = tiny_model(variant, ["--encoder-layers", "3"], seed=1)
+    d = model.encoder.dictionary
     settings = variant.settings
     lengths = [6, 9, 4]
-    src = left_pad(random_sentences(d, lengths, seed=7), d.pad())
+    src = _sources(d, lengths, seed=7)
     prev = _decoder_inputs(d)
     with torch.no_grad():
         enc = model.encoder(src, torch.tensor(lengths), return_all_hiddens=True)
@@ -351,19 +343,12 @@ def test_presets_build():
 
 @pytest.mark.parametrize("extra", [[], ["--gret-routing-softmax", "positions"], ["--gret-no-capsule"]])
 def test_global_state_padding_invariance(extra):
-    model, d = tiny_gret(extra)
-    sents = random_sentences(d, [4, 9, 7])
+    model = tiny_model("gret", extra, seed=1)
+    src = _sources(model.encoder.dictionary, [4, 9, 7])
     with torch.no_grad():
-        alone = model.encoder(left_pad(sents[:1], d.pad()), torch.tensor([4]))
-        batch = model.encoder(left_pad(sents, d.pad()), torch.tensor([4, 9, 7]))
+        alone = model.encoder(src[:1, -4:], torch.tensor([4]))
+        batch = model.encoder(src, torch.tensor([4, 9, 7]))
     torch.testing.assert_close(batch["gret_global"][0][0], alone["gret_global"][0][0], atol=1e-5, rtol=1e-5)
-
-
-def _decoder_inputs(d, bsz=3, tgt_len=6):
-    g = torch.Generator().manual_seed(3)
-    prev = torch.randint(d.nspecial, len(d), (bsz, tgt_len), generator=g)
-    prev[:, 0] = d.eos()
-    return prev
 
 
 @pytest.mark.parametrize("extra", [["--gret-no-capsule"], ["--gret-no-aggregation"], ["--gret-no-gate"],
@@ -374,7 +359,7 @@ def test_ablations_build_and_train(extra):
     model, d = build_model("transformer_gret_tiny", extra)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    src = left_pad(random_sentences(d, [5, 8, 3]), d.pad())
+    src = _sources(d, [5, 8, 3])
     prev = _decoder_inputs(d)
     target = torch.roll(prev, -1, dims=1)
     losses = []
