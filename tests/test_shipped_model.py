@@ -1,0 +1,74 @@
+"""The shipped model (models/bible-baseline/): its files are those its
+SHA256SUMS lists, and the README's first command after the install runs on
+them and prints the BLEU, chrF and CXMI that the README states. Skipped only
+where the model's files are absent."""
+import hashlib
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MODEL = REPO / "models" / "bible-baseline"
+README = REPO / "README.md"
+RECORD = REPO / "benchmarks" / "first-model.json"
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not (MODEL / "checkpoint.pt").is_file(), reason="the shipped model is absent")]
+
+
+def first_command():
+    """The README's first shell command after the install block: the
+    first fenced block after the one running scripts/install.sh, first
+    line that is not a comment."""
+    text = README.read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    i = next(i for i, b in enumerate(blocks) if "scripts/install.sh" in b)
+    lines = [line.split("#")[0].strip() for line in blocks[i + 1].splitlines()]
+    return next(line for line in lines if line)
+
+
+def readme_numbers():
+    """The BLEU, chrF and CXMI the README says the first command prints."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    m = re.search(r"prints BLEU ([\d.]+) and chrF ([\d.]+) for the baseline .*?CXMI ([+\d.]+) bits", text)
+    assert m, "README.md: no 'prints BLEU X and chrF Y for the baseline ... CXMI Z bits' sentence"
+    return m.group(1), m.group(2), m.group(3)
+
+
+def test_sha256sums_list_every_file():
+    listed = {}
+    for line in (MODEL / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ", 1)
+        listed[name] = digest
+    present = {p.relative_to(MODEL).as_posix() for p in MODEL.rglob("*") if p.is_file()} - {"SHA256SUMS"}
+    assert set(listed) == present
+    for name, digest in listed.items():
+        assert hashlib.sha256((MODEL / name).read_bytes()).hexdigest() == digest, name
+    total = sum((MODEL / name).stat().st_size for name in present | {"SHA256SUMS"})
+    assert total <= 12 * 1024 * 1024, f"the shipped models take {total:,} bytes, over 12 MB"
+
+
+def test_the_readme_first_command_prints_the_readme_numbers(tmp_path):
+    command = first_command()
+    assert command.startswith("bash scripts/first-model.sh"), command
+    out = tmp_path / "first-model"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # the README's command, its outputs in a temporary folder instead of runs/first-model
+    proc = subprocess.run(f"{command} {out}", shell=True, cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    printed = proc.stdout + proc.stderr
+    bleu, chrf, cxmi = readme_numbers()
+    m = re.search(r"^baseline\s+([\d.]+)\s+([\d.]+)\s", printed, flags=re.M)
+    assert m, printed[-3000:]
+    assert (m.group(1), m.group(2)) == (bleu, chrf), f"printed BLEU {m.group(1)} chrF {m.group(2)}"
+    assert re.search(rf"against none\s+{re.escape(cxmi)} ", printed), printed[-3000:]
+    system = json.loads((out / "scores.json").read_text())["systems"][0]
+    record = json.loads(RECORD.read_text())
+    assert {k: round(system[k], 4) for k in ("bleu", "chrf", "ter", "dbleu")} == record["scores"]
+    hyps = (out / "test.baseline.en").read_text(encoding="utf-8")
+    assert hashlib.sha256(hyps.encode()).hexdigest() == record["translations_sha256"]
