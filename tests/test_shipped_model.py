@@ -16,7 +16,7 @@ MODEL = REPO / "models" / "bible-baseline"
 README = REPO / "README.md"
 RECORD = REPO / "benchmarks" / "first-model.json"
 
-pytestmark = [pytest.mark.integration,
+pytestmark = [
               pytest.mark.skipif(not (MODEL / "checkpoint.pt").is_file(), reason="the shipped model is absent")]
 
 
