@@ -115,13 +115,33 @@ def get_parser():
     gen.add_argument("--lenpen", type=float, default=1.0, help="as fairseq-generate (default 1)")
     gen.add_argument("--no-generated", action="store_true",
                      help="score the contrastive set only: no translating, no generated accuracy")
+    a = p.add_argument_group("attribution: which context words each context-sensitive token relies on "
+                             "(PECoRe; fairseq_ctx/evaluation/attribution.py)")
+    a.add_argument("--attribution", metavar="JSON",
+                   help="write the attribution report here: the contrastive set's items (their true "
+                        "candidates), else the first --attribution-max-items sentences of --gen-subset")
+    a.add_argument("--attribution-html", metavar="HTML", help="and a self-contained page of it here")
+    a.add_argument("--attribution-metric", choices=["kl", "pcxmi"], default="kl",
+                   help="what makes a target token context-sensitive (default kl, as PECoRe)")
+    a.add_argument("--attribution-std", type=float, default=1.0,
+                   help="sensitive: metric over mean + this many standard deviations (default 1)")
+    a.add_argument("--attribution-scope", choices=["set", "item"], default="set",
+                   help="the mean and deviation over every analysed token (set, default) or each item's")
+    a.add_argument("--attribution-min-bits", type=float, default=1e-4,
+                   help="and over this floor (bits; default 1e-4: a model that ignores its context gets none)")
+    a.add_argument("--attribution-aggregate", choices=["norm", "sum"], default="norm",
+                   help="a token's score from its gradient x input vector: L2 norm (default, as PECoRe) or sum (signed)")
+    a.add_argument("--attribution-max-items", type=int, default=200,
+                   help="sentences of --gen-subset analysed without a contrastive set (default 200)")
     return p
 
 
 def parse_args(argv=None):
     parser = get_parser()
     args = parse_with_encoders(parser, argv)
-    for name in ("top", "bootstrap", "batch_size", "beam"):
+    if args.attribution_html and not args.attribution:
+        parser.error("--attribution-html: give --attribution JSON too")
+    for name in ("top", "bootstrap", "batch_size", "beam", "attribution_max_items"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.context_size is not None and args.context_size < 1:
@@ -335,6 +355,36 @@ def generated_report(models, cfg, task, args, use_cuda, groups, verdicts) -> Dic
     return res
 
 
+def attribution(models, task, args, groups, mode) -> Dict:
+    """The attribution report (:mod:`fairseq_ctx.evaluation.attribution_report`),
+    written to ``--attribution`` (and ``--attribution-html``); returns its summary."""
+    from fairseq_ctx.evaluation import attribution_page
+    from fairseq_ctx.evaluation.attribution import ContextAttributor
+    from fairseq_ctx.evaluation.attribution_report import analyse, items_from_groups, items_from_split
+    from fairseq_ctx.evaluation.contrastive.command import build_side_encoders
+
+    size = task.cfg.context_size
+    if groups is not None:
+        encode_source, encode_target = build_side_encoders(args)
+        items = items_from_groups(groups, task, encode_source, encode_target, size,
+                                  size if getattr(task.cfg, "target_context", False) else 0)
+        source = f"the contrastive set's {len(items)} items (true candidates)"
+    else:
+        items = items_from_split(task, args.gen_subset, TRUE.rule(task.context_rule, args.seed),
+                                 args.attribution_max_items)
+        source = f"the first {len(items)} sentences of {args.gen_subset} (references)"
+    attributor = ContextAttributor(models[0], task, batch_size=args.batch_size, aggregate=args.attribution_aggregate)
+    report = analyse(attributor, items, metric=args.attribution_metric, std=args.attribution_std,
+                     scope=args.attribution_scope, min_bits=args.attribution_min_bits)
+    report.update(path=args.path, context_size=size, context=mode.meaning, items_from=source,
+                  translation="reference")
+    with open(args.attribution, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1, ensure_ascii=False)
+    if args.attribution_html:
+        attribution_page.write(report, args.attribution_html)
+    return {"items_from": source, **report["summary"], "json": args.attribution, "html": args.attribution_html}
+
+
 def format_report(res: Dict) -> str:
     if res["cxmi"] is None:
         lines = [f"{res['path']}: context {res['context']}, with target context; CXMI {res['cxmi_note']}"]
@@ -366,6 +416,12 @@ def format_report(res: Dict) -> str:
                          f"scores wrong but translates right: {m['scores wrong, translates right']}")
         if "reference_note" in g:
             lines.append(f"  reference context: not applicable ({g['reference_note']})")
+    if "attribution" in res:
+        a = res["attribution"]
+        lines.append(f"attribution ({a['items_from']}): {a['sensitive_tokens']} context-sensitive of "
+                     f"{a['target_tokens']} target tokens; top attributed context token = top erasure for "
+                     f"{a['top_attribution_equals_top_erasure']} of {a['with_context_tokens']}; written to "
+                     f"{a['json']}" + (f" and {a['html']}" if a["html"] else ""))
     return "\n".join(lines)
 
 
@@ -380,6 +436,8 @@ def main(argv=None):
         check_file(getattr(args, name), "--" + name.replace("_", "-"))
     check_encoder_files(args)
     check_output(args.results, "--results")
+    check_output(args.attribution, "--attribution")
+    check_output(args.attribution_html, "--attribution-html")
     import torch
 
     set_tool_threads(logger)
@@ -388,6 +446,8 @@ def main(argv=None):
     from fairseq_ctx.data.context_input import input_mode
 
     models, cfg, task = load_with_cfg(args)
+    if args.attribution and len(models) > 1:
+        raise FairseqCtxError(f"--attribution: --path {args.path} is an ensemble; attribute one model")
     if not hasattr(task.cfg, "context_size"):
         raise FairseqCtxError(f"--path {args.path}: trained without the document task; context usage "
                               "needs --task document_translation")
@@ -420,6 +480,8 @@ def main(argv=None):
         res["contrastive"], verdicts = contrastive_report(models, task, args, use_cuda, groups)
         if not args.no_generated:
             res["generated"] = generated_report(models, cfg, task, args, use_cuda, groups, verdicts)
+    if args.attribution:
+        res["attribution"] = attribution(models, task, args, groups, mode)
     print(format_report(res))
     if args.results:
         with open(args.results, "w", encoding="utf-8") as f:

@@ -1,0 +1,282 @@
+"""Context attribution (fairseq_ctx/evaluation/attribution.py): gradient x
+input against a hand computation on a toy model, the probes leave the model's
+output unchanged, the erasure of a lone context sentence is the no-context
+score, and on a synthetic task whose answer is known (a target word decided
+only by a marked word of the previous sentence) a trained context model's
+sensitive tokens are attributed to the marked word, by both methods, while a
+sentence-level model has no sensitive token."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from fairseq_ctx.evaluation.attribution import ContextAttributor, Item, _Probes, sensitive_positions
+from fairseq_ctx.evaluation.synthetic_context_task import MARKED, QUESTION
+
+
+# ----------------------------------------------------------- thresholds
+def test_the_threshold_is_mean_plus_k_deviations_with_a_floor():
+    scores = [np.array([0.0, 0.1, 2.0]), np.array([0.1, 0.0])]
+    pos, cuts = sensitive_positions(scores, std=1.0)
+    flat = np.abs(np.concatenate(scores))
+    assert cuts[0] == pytest.approx(flat.mean() + flat.std(ddof=1))
+    assert [p.tolist() for p in pos] == [[2], []]
+    # per item: the second item's own mean and deviation
+    pos, cuts = sensitive_positions(scores, std=0.5, scope="item")
+    assert cuts[1] == pytest.approx(0.05 + 0.5 * np.std([0.1, 0.0], ddof=1)) and pos[1].tolist() == [0]
+    # a model that ignores its context: every score 0, nothing is sensitive
+    assert [p.tolist() for p in sensitive_positions([np.zeros(4), np.zeros(2)], std=0.0)[0]] == [[], []]
+    # negative P-CXMI counts by its size
+    assert sensitive_positions([np.array([0.0, -3.0, 0.1, 0.0])], std=1.0)[0][0].tolist() == [1]
+
+
+# ----------------------------------------------------------- a toy with a hand computation
+class _ToyModel(torch.nn.Module):
+    """Logits = W (sum of the context and source embeddings + the previous
+    target token's embedding): gradient x input has a closed form."""
+
+    accepts_context = True
+
+    def __init__(self, vocab: int, dim: int = 3, seed: int = 0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.embed = torch.nn.Embedding(vocab, dim, padding_idx=1)
+        with torch.no_grad():
+            self.embed.weight.copy_(torch.randn(vocab, dim, generator=g))
+        self.out = torch.nn.Linear(dim, vocab, bias=False)
+        with torch.no_grad():
+            self.out.weight.copy_(torch.randn(vocab, dim, generator=g))
+        self.encoder = torch.nn.Module()
+        self.decoder = torch.nn.Module()
+        self.encoder.embed_tokens = self.embed
+        self.decoder.embed_tokens = self.embed
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, ctx_tokens=None, ctx_lengths=None):
+        pad = 1
+        h = (self.encoder.embed_tokens(src_tokens) * src_tokens.ne(pad).unsqueeze(-1)).sum(1)   # B x C
+        if ctx_tokens is not None:
+            h = h + (self.encoder.embed_tokens(ctx_tokens) * ctx_tokens.ne(pad).unsqueeze(-1)).sum(1)
+        y = self.decoder.embed_tokens(prev_output_tokens)   # B x T x C
+        return self.out(h.unsqueeze(1) + y), None
+
+    def get_normalized_probs(self, net_output, log_probs=True):
+        return torch.log_softmax(net_output[0], dim=-1)
+
+
+def test_gradient_x_input_matches_a_hand_computation(doc_task):
+    """One context token, one source token: a_i = x_i . W^T (df/dlogits)
+    with f = log p(y) - log p(c) at the position (df/dlogits = e_y - e_c,
+    the normaliser cancels), computed by hand in numpy."""
+    task, d = doc_task
+    model = _ToyModel(len(d)).eval()
+    ctx_w, src_w, tgt_w = d.index("A"), d.index("B"), d.index("C")
+    item = Item(torch.tensor([src_w, d.eos()]), torch.tensor([tgt_w, d.eos()]), [torch.tensor([ctx_w, d.eos()])])
+    a = ContextAttributor(model, task, aggregate="sum")
+    contrast = d.index("D")
+    got = a.attribute([item], [np.array([0])], [np.array([contrast])])[0][0]
+    E, W = model.embed.weight.detach().numpy().astype(np.float64), model.out.weight.detach().numpy().astype(np.float64)
+    # the model sees the source and the context each with </s>; position 0's previous token is </s>
+    h = E[src_w] + E[d.eos()] + E[ctx_w] + E[d.eos()] + E[d.eos()]
+    logits = W @ h
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    grad_h = W.T @ (np.eye(len(p))[tgt_w] - np.eye(len(p))[contrast])
+    assert got["f"] == pytest.approx(math.log(p[tgt_w]) - math.log(p[contrast]), abs=1e-5)
+    assert got["context"] == [[pytest.approx(float(E[ctx_w] @ grad_h), abs=1e-6)]]
+    assert got["source"][0] == pytest.approx(float(E[src_w] @ grad_h), abs=1e-6)
+    assert got["source"][1] == 0.0   # </s> keeps its id: not attributed
+    # the L2 norm of the elementwise product (the default aggregate)
+    normed = ContextAttributor(model, task).attribute([item], [np.array([0])], [np.array([contrast])])[0][0]
+    assert normed["context"][0][0] == pytest.approx(float(np.linalg.norm(E[ctx_w] * grad_h)), abs=1e-6)
+    assert normed["source"][0] == pytest.approx(float(np.linalg.norm(E[src_w] * grad_h)), abs=1e-6)
+    # the same choice with and without context: f = log p(y) alone
+    same = a.attribute([item], [np.array([0])], [np.array([tgt_w])])[0][0]
+    grad_same = W.T @ (np.eye(len(p))[tgt_w] - p)
+    assert same["f"] == pytest.approx(math.log(p[tgt_w]), abs=1e-5)
+    assert same["context"][0][0] == pytest.approx(float(E[ctx_w] @ grad_same), abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def doc_task(tmp_path_factory):
+    """A document task (separate context) over a small dictionary."""
+    from fairseq.data import Dictionary
+
+    import fairseq_ctx
+    from fairseq_ctx.tasks.document_translation import DocumentTranslationConfig, DocumentTranslationTask
+
+    fairseq_ctx.register()
+    d = Dictionary()
+    for w in "A B C D E F".split():
+        d.add_symbol(w)
+    cfg = DocumentTranslationConfig(data=str(tmp_path_factory.mktemp("toy")), source_lang="src", target_lang="tgt")
+    task = DocumentTranslationTask(cfg, d, d)
+    return task, d
+
+
+# ----------------------------------------------------------- trained tiny models
+@pytest.mark.parametrize("name", ["ctxenc", "concat"])
+def test_probes_change_nothing_and_erasing_the_lone_sentence_is_no_context(name, doc_corpus, trained_checkpoint):
+    """With every probe's scale at 1 the model's log-probabilities are the
+    plain ones; the finite difference of f along one probe's scale is its
+    gradient x input; erasing an item's only context sentence gives the
+    no-context f."""
+    from fairseq import checkpoint_utils
+
+    import fairseq_ctx
+
+    fairseq_ctx.register()
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(trained_checkpoint(name))], arg_overrides={"data": str(doc_corpus[1])})
+    model = models[0].eval()
+    task.load_dataset("test")
+    ds = task.dataset("test")
+    items = [Item(ds.pair[i]["source"], ds.pair[i]["target"], ds.context_sentences(i)) for i in (1, 2, 5)]
+    a = ContextAttributor(model, task, batch_size=2, aggregate="sum")   # the derivative along alpha: the sum
+    sample, order = a._sample(items)
+    prefix = torch.zeros(len(items), dtype=torch.long)
+    net_input, originals, where = a._probe_inputs(sample["net_input"], prefix)
+    with torch.no_grad():
+        plain, _ = a._current(sample, order, items)
+        with _Probes(model, originals, a.offset) as alpha:
+            probed, _ = a._current(dict(sample, net_input=net_input), order, items)
+            assert torch.allclose(plain, probed, atol=1e-6)
+            # finite difference along the first context token's scale of row 0
+            ctx_key = "ctx_tokens" if "ctx_tokens" in where else "src_tokens"
+            probe = int(where[ctx_key][0][where[ctx_key][0] >= 0][0])
+            row, pos = int(order[0]), 0
+            y, c = items[row].target[pos].view(1), torch.tensor([5])
+            eps = 1e-3
+            values = []
+            for scale in (1 + eps, 1 - eps):
+                alpha[probe] = scale
+                lp, _ = a._current(dict(sample, net_input=net_input), order, items)
+                values.append(float(a._contrastive(lp[0, pos].unsqueeze(0), y, c)))
+            alpha[probe] = 1.0
+    numeric = (values[0] - values[1]) / (2 * eps)
+    got = a.attribute([items[row]], [np.array([pos])], [np.array([5])])[0][0]
+    first = got["context"][0][0] if got["context"] and got["context"][0] else None
+    assert first == pytest.approx(numeric, rel=1e-2, abs=1e-5)
+    # erasure of the lone context sentence = f without context
+    er = a.erasure([items[row]], [np.array([pos])], [np.array([5])])[0]
+    none = a.attribute([items[row].without_context()], [np.array([pos])], [np.array([5])])[0][0]["f"]
+    assert er["full"][0] - er["sentences"][0][0] == pytest.approx(none, abs=1e-5)
+    assert er["full"][0] == pytest.approx(got["f"], abs=1e-6)
+
+
+# ----------------------------------------------------------- a task whose answer is known
+@pytest.fixture(scope="module")
+def synthetic_corpus(tmp_path_factory):
+    from fairseq_ctx.evaluation.synthetic_context_task import write
+    from tests.utils import preprocess
+
+    root = tmp_path_factory.mktemp("synthetic")
+    raw = write(root / "raw")
+    return raw, preprocess(raw, root / "bin")
+
+
+def _train(data_bin, save_dir, arch, flags, updates):
+    from tests.utils import train_in_process
+
+    return train_in_process(data_bin, save_dir, arch, [*flags, "--max-update", str(updates), "--max-tokens", "600",
+                                                       "--lr", "0.01", "--warmup-updates", "20",
+                                                       "--disable-validation", "--label-smoothing", "0"])
+
+
+def _second_sentences(task):
+    from fairseq_ctx.evaluation.attribution_report import items_from_split
+    from fairseq_ctx.evaluation.conditions import TRUE
+
+    items = items_from_split(task, "test", TRUE.rule(task.context_rule, 1), None)
+    q = task.source_dictionary.index(QUESTION)
+    return [it for it in items if int(it.source[0]) == q and it.context]
+
+
+@pytest.mark.slow
+def test_a_context_model_relies_on_the_marked_word(synthetic_corpus, tmp_path):
+    """ctxenc trained on the synthetic task (400 updates: it gets every
+    colour right with the context): the colours are its sensitive tokens,
+    the top-attributed context token is the marked word for >= 90% of them
+    (37 of 41 when written), and erasure agrees (41 of 41)."""
+    from fairseq import checkpoint_utils
+
+    import fairseq_ctx
+    from fairseq_ctx.architectures import DOC_TASK, TINY_FLAGS
+    from fairseq_ctx.evaluation.attribution_report import analyse
+
+    fairseq_ctx.register()
+    ckpt = _train(synthetic_corpus[1], tmp_path / "ctxenc", "transformer_ctxenc", [*TINY_FLAGS, *DOC_TASK], 400)
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)],
+                                                                    arg_overrides={"data": str(synthetic_corpus[1])})
+    items = _second_sentences(task)
+    report = analyse(ContextAttributor(models[0], task), items)
+    rows = [(it, r) for it in report["items"] for r in it["attributions"]]
+    # the sensitive tokens are the colours (those over mean + 1 sd of the set), and only they
+    assert len(rows) >= 0.3 * len(items) and all(r["token"] in MARKED.values() for _, r in rows)
+    kl = np.array([it["sensitivity"]["kl_bits"] for it in report["items"]]).mean(axis=0)   # IT IS colour </s>
+    assert kl[2] > 0.5 and kl[2] > 10 * max(kl[0], kl[1], kl[3]), kl   # a sure colour against even odds: 1 bit
+    marked = [it["context"][r["top"]["sentence"]]["tokens"][r["top"]["token"]] in MARKED for it, r in rows]
+    assert np.mean(marked) >= 0.9, np.mean(marked)
+    erased = [it["context"][r["erasure"]["top"]["sentence"]]["tokens"][r["erasure"]["top"]["token"]] in MARKED
+              for it, r in rows]
+    assert np.mean(erased) >= 0.9, np.mean(erased)
+    print(f"synthetic task: {len(rows)} sensitive tokens of {len(items)} questions, KL by position {kl}, "
+          f"top attribution on the marked word {sum(marked)}, top erasure {sum(erased)}")
+
+
+def test_a_sentence_level_model_has_no_sensitive_token(synthetic_corpus, tmp_path):
+    from fairseq import checkpoint_utils
+
+    import fairseq_ctx
+    from fairseq_ctx.architectures import DOC_TASK, TINY_FLAGS
+    from fairseq_ctx.evaluation.attribution_report import analyse
+
+    fairseq_ctx.register()
+    ckpt = _train(synthetic_corpus[1], tmp_path / "plain", "transformer", [*TINY_FLAGS, *DOC_TASK], 20)
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)],
+                                                                    arg_overrides={"data": str(synthetic_corpus[1])})
+    report = analyse(ContextAttributor(models[0], task), _second_sentences(task))
+    assert report["summary"]["sensitive_tokens"] == 0 and report["summary"]["target_tokens"] > 0
+    assert all(v == 0.0 for it in report["items"] for v in it["sensitivity"]["kl_bits"])
+
+
+def test_the_usage_report_writes_the_attribution_json_and_page(doc_corpus, trained_checkpoint, tmp_path):
+    """``fairseq-ctx-context-usage --attribution J --attribution-html H`` as
+    a user runs it: the JSON is the library's analysis of the same items
+    (the split's first sentences with their true context), the page holds
+    every item, and the printed summary is the JSON's."""
+    import json
+
+    from fairseq import checkpoint_utils
+
+    import fairseq_ctx
+    from fairseq_ctx.evaluation.attribution_report import analyse, items_from_split
+    from fairseq_ctx.evaluation.conditions import TRUE
+    from fairseq_ctx.evaluation.context_usage import main
+
+    fairseq_ctx.register()
+    ckpt = trained_checkpoint("ctxenc")
+    res = main([str(doc_corpus[1]), "--path", str(ckpt), "--task", "document_translation", "--context-size", "1",
+                "--cpu", "--bootstrap", "10", "--attribution", str(tmp_path / "a.json"),
+                "--attribution-html", str(tmp_path / "a.html"), "--attribution-max-items", "6",
+                "--attribution-std", "0.5"])
+    got = json.loads((tmp_path / "a.json").read_text())
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)],
+                                                                    arg_overrides={"data": str(doc_corpus[1])})
+    items = items_from_split(task, "test", TRUE.rule(task.context_rule, 1), 6)
+    want = analyse(ContextAttributor(models[0], task, batch_size=32), items, std=0.5)   # the command's batches
+    assert got["items"] == json.loads(json.dumps(want["items"])) and got["summary"] == want["summary"]
+    assert got["summary"]["sensitive_tokens"] > 0 and res["attribution"]["sensitive_tokens"] == \
+        got["summary"]["sensitive_tokens"]
+    page = (tmp_path / "a.html").read_text()
+    assert page.count('class="sensitive"') >= got["summary"]["sensitive_tokens"] and "http" not in page
+
+
+def test_attribution_refuses_an_ensemble_in_one_line(doc_corpus, trained_checkpoint, tmp_path):
+    from fairseq_ctx.errors import FairseqCtxError
+    from fairseq_ctx.evaluation.context_usage import main
+
+    ckpt = str(trained_checkpoint("ctxenc"))
+    with pytest.raises(FairseqCtxError, match="--attribution: --path .* is an ensemble"):
+        main([str(doc_corpus[1]), "--path", f"{ckpt}:{ckpt}", "--task", "document_translation", "--cpu",
+              "--bootstrap", "10", "--attribution", str(tmp_path / "a.json")])
