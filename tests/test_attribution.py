@@ -280,3 +280,22 @@ def test_attribution_refuses_an_ensemble_in_one_line(doc_corpus, trained_checkpo
     with pytest.raises(FairseqCtxError, match="--attribution: --path .* is an ensemble"):
         main([str(doc_corpus[1]), "--path", f"{ckpt}:{ckpt}", "--task", "document_translation", "--cpu",
               "--bootstrap", "10", "--attribution", str(tmp_path / "a.json")])
+
+
+def test_the_share_of_attribution_on_cue_words_against_uniform():
+    """cue_share: per sensitive token, the positive context attribution on
+    cue tokens over all of it, averaged; beside it the cues' share of the
+    context tokens (what a uniform attribution gives)."""
+    from fairseq_ctx.evaluation.attribution_report import cue_share
+
+    report = {"items": [
+        {"context": [{"tokens": ["she", "went", "home"]}],
+         "attributions": [{"context": [[3.0, 1.0, None]]}, {"context": [[0.0, 2.0, 2.0]]}]},
+        {"context": [{"tokens": ["he", "ran"]}, {"tokens": ["far"]}],
+         "attributions": [{"context": [[1.0, -5.0], [1.0]]}]},
+        {"context": [{"tokens": ["no", "cue"]}], "attributions": [{"context": [[1.0, 1.0]]}]},   # no cue: skipped
+    ]}
+    res = cue_share(report, lambda t: t in {"she", "he"})
+    assert res["sensitive_tokens"] == 3
+    assert res["cue_share"] == pytest.approx((3 / 4 + 0 / 4 + 1 / 2) / 3)
+    assert res["uniform_share"] == pytest.approx((1 / 3 + 1 / 3 + 1 / 3) / 3)
