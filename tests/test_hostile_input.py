@@ -30,8 +30,10 @@ from tests.utils import (
     build_model,
     generate,
     make_parallel_data,
+    padded_batch,
     parse_generate,
     preprocess,
+    tiny_model,
     toy_dictionary,
     train,
 )
@@ -156,9 +158,32 @@ def test_bad_flags_are_user_errors(arch, flags, needle):
 
 def test_one_encoder_layer_is_fine_for_ctxenc_and_gret():
     """Not a contradiction: ctxenc then shares no layer with its context
-    encoder (which has only its own last layer); GRET routes one layer."""
-    for arch in ("transformer_ctxenc", "transformer_gret"):
-        build_model(arch, TINY_MODEL_FLAGS + ["--encoder-layers", "1"])
+    encoder, whose output is its own last layer over the context's
+    embeddings; GRET routes its one layer: the global state is one GRU step
+    (from s^0 = 0) over the capsules pooled from that layer's output."""
+    one = ["--encoder-layers", "1"]
+    src = padded_batch([6, 4, 5], seed=1)
+    ctx = padded_batch([3, 5, 2], seed=2)
+    src_mask, ctx_mask = src.eq(1), ctx.eq(1)
+
+    enc = tiny_model("ctxenc", one).encoder
+    assert len(enc.layers) == 1
+    with torch.no_grad():
+        out = enc(src, ctx_tokens=ctx, return_context=True)["ctx_out"][0]  # T x B x C
+        x = enc.forward_embedding(ctx)[0] * (~ctx_mask).unsqueeze(-1)
+        want = enc.ctx_layer(x.transpose(0, 1), encoder_padding_mask=ctx_mask)
+    real = (~ctx_mask).t().unsqueeze(-1)
+    torch.testing.assert_close(out * real, want * real, atol=1e-5, rtol=1e-5)
+
+    enc = tiny_model("gret", one).encoder
+    glob = enc.gret_global
+    assert len(glob.routing) == len(glob.pooling) == 1
+    with torch.no_grad():
+        out = enc(src, torch.tensor([6, 4, 5]))
+        states = out["encoder_out"][0].transpose(0, 1)  # B x T x C, the one layer's output
+        pooled = glob.pooling[0](glob.routing[0](states, src_mask))
+        want = glob.gru(pooled, torch.zeros_like(pooled))
+    torch.testing.assert_close(out["gret_global"][0], want, atol=1e-5, rtol=1e-5)
 
 
 def test_bad_flag_through_fairseq_train(data, tmp_path):

@@ -21,7 +21,7 @@ from fairseq.models.transformer import TransformerDecoderBase
 from fairseq_ctx import quiet
 from fairseq_ctx.architectures import TINY_FLAGS, one_of_each
 from fairseq_ctx.modules.future_mask import BoolFutureMask
-from tests.utils import build_model, generate, interactive, make_parallel_data, preprocess, train
+from tests.utils import build_model, generate, interactive, make_parallel_data, padded_batch, preprocess, train
 
 TASK = ["--task", "document_translation"]
 MASK_WARNING = "mismatched key_padding_mask and attn_mask"
@@ -33,12 +33,13 @@ ARCHS = {v.name: (v.arch, [*TINY_FLAGS, *v.flags]) for v in one_of_each()}
 
 
 def _batch(model):
-    torch.manual_seed(0)
-    src = torch.randint(4, 40, (3, 7))
+    g = torch.Generator().manual_seed(0)
+    src = padded_batch([7] * 3, generator=g, vocab=(4, 40), eos=False)
     src[0, :2] = 1  # left-padded source
-    prev = torch.randint(4, 40, (3, 6))
+    prev = padded_batch([6] * 3, generator=g, vocab=(4, 40), eos=False)
     prev[1, 3:] = 1  # a padded target: fairseq then passes a key_padding_mask to self-attention
-    kwargs = {"ctx_tokens": torch.randint(4, 40, (3, 5))} if getattr(model, "accepts_context", False) else {}
+    ctx = padded_batch([5] * 3, generator=g, vocab=(4, 40), eos=False)
+    kwargs = {"ctx_tokens": ctx} if getattr(model, "accepts_context", False) else {}
     return (src, torch.tensor([7, 5, 7]), prev), kwargs
 
 
