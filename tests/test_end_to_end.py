@@ -1,6 +1,8 @@
 """End-to-end runs of plain ``--arch transformer`` through ``--user-dir fairseq_ctx``:
-train, resume, fine-tune, generate, interactive, validate, as a user would run them
-(fresh processes, so weights-only checkpoint loading is exercised for real)."""
+train, resume, fine-tune, generate, interactive, as a user would run them
+(fresh processes, so weights-only checkpoint loading is exercised for real).
+fairseq-validate against ``--score-reference`` is the architecture contract's
+(tests/test_contract.py, every variant, plain transformer included)."""
 import math
 import re
 import shutil
@@ -10,7 +12,7 @@ import torch
 
 import fairseq_ctx
 
-from tests.utils import REPO, generate, interactive, make_parallel_data, preprocess, train, validate
+from tests.utils import REPO, generate, interactive, make_parallel_data, preprocess, train
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
@@ -29,14 +31,16 @@ def trained(tmp_path_factory):
     return root, data_bin, save
 
 
-def test_checkpoints_written(trained):
-    _, _, save = trained
-    assert (save / "checkpoint_last.pt").exists() and (save / "checkpoint_best.pt").exists()
+@pytest.fixture(scope="module")
+def generated(trained):
+    """fairseq-generate on the test set with the best checkpoint (beam 3)."""
+    _, data_bin, save = trained
+    return generate(data_bin, save / "checkpoint_best.pt", beam=3)
 
 
-def test_generate_translates_every_sentence(trained):
-    root, data_bin, save = trained
-    hyps, srcs, proc = generate(data_bin, save / "checkpoint_best.pt", beam=3)
+def test_generate_translates_every_sentence(trained, generated):
+    root, _, _ = trained
+    hyps, srcs, proc = generated
     n_test = len((root / "raw" / "test.src").read_text().splitlines())
     assert sorted(hyps) == list(range(n_test)), "a test sentence got no hypothesis"
     assert len(srcs) == n_test
@@ -54,17 +58,14 @@ def test_generate_default_batch_multiple_keeps_every_sentence(trained):
     assert sorted(hyps) == list(range(n_valid))
 
 
-def test_interactive(trained):
-    _, data_bin, save = trained
-    lines = ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"]
-    hyps, _ = interactive(data_bin, save / "checkpoint_best.pt", lines)
-    assert len(hyps) == len(lines)
-
-
-def test_validate(trained):
-    _, data_bin, save = trained
-    loss, _ = validate(data_bin, save / "checkpoint_last.pt")
-    assert math.isfinite(loss) and loss > 0
+def test_interactive_equals_generate(trained, generated):
+    """fairseq-interactive on the raw test sentences gives fairseq-generate's
+    hypotheses, sentence by sentence (same checkpoint, beam and length limit)."""
+    root, data_bin, save = trained
+    lines = (root / "raw" / "test.src").read_text().splitlines()
+    hyps, _ = interactive(data_bin, save / "checkpoint_best.pt", lines, beam=3)
+    expected, _, _ = generated
+    assert hyps == [expected[i][0] for i in range(len(lines))]
 
 
 def test_resume_continues_update_count(trained, tmp_path):

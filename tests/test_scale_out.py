@@ -32,7 +32,8 @@ import torch
 import fairseq_ctx
 from fairseq_ctx.architectures import select
 from tests import cli_process
-from tests.utils import REPO, TINY_MODEL_FLAGS, USER_DIR, make_parallel_data, preprocess, validate
+from tests.utils import (REPO, TINY_MODEL_FLAGS, USER_DIR, interactive_in_process, make_parallel_data, preprocess,
+                         validate)
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
@@ -183,15 +184,18 @@ def test_checkpoint_loads_in_validate(runs, data_bin):
     assert 0 < loss < 20
 
 
-def test_hub_interface_loads_with_user_dir(runs, data_bin):
-    """``from_pretrained`` with our user dir, as a researcher would script it."""
+def test_hub_interface_loads_with_user_dir(runs, data_bin, tmp_path):
+    """``from_pretrained`` with our user dir, as a researcher would script it,
+    translates as fairseq-interactive does with the same checkpoint, beam and
+    length limit (the lines one document under the document task)."""
     from fairseq.models.transformer import TransformerModel
 
-    overrides = {}
-    if VARIANTS[runs["variant"]].task:
-        overrides = {"task": "document_translation", "context_size": 1}
-    hub = TransformerModel.from_pretrained(str(runs["root"] / "ddp"), checkpoint_file="checkpoint_last.pt",
+    task = VARIANTS[runs["variant"]].task
+    overrides = {"task": "document_translation", "context_size": 1} if task else {}
+    checkpoint = runs["root"] / "ddp" / "checkpoint_last.pt"
+    hub = TransformerModel.from_pretrained(str(checkpoint.parent), checkpoint_file=checkpoint.name,
                                            data_name_or_path=str(data_bin), user_dir=USER_DIR, **overrides)
     hub.eval()
-    out = hub.translate(["w1 w2 w3", "w4 w5"], beam=2)
-    assert len(out) == 2 and all(isinstance(s, str) for s in out)
+    lines = ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"]
+    out = hub.translate(lines, beam=2, max_len_b=20)
+    assert out == interactive_in_process(data_bin, checkpoint, lines, tmp_path, beam=2, task_flags=task)
