@@ -2,8 +2,8 @@
 briefly trained checkpoint per architecture variant (the list in
 :mod:`fairseq_ctx.architectures`), built on first use and shared by every
 test file that asks (with ``pytest -n 2 --dist loadfile`` each worker builds
-what its files use); the order files run in; a test-process fix of torch's
-DataLoader shutdown."""
+what its files use); the test tiers (markers); the order files run in; a
+test-process fix of torch's DataLoader shutdown."""
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,31 @@ from fairseq_ctx.architectures import BY_NAME, TINY_FLAGS
 collect_ignore = ["fixtures/fifth_architecture"]
 
 
+# The tiers: every test is in exactly one, named by its module's
+# ``pytestmark`` or its own mark (``-m unit`` runs one tier; the GPU tests,
+# marked ``gpu``, are in none). A test that names no tier is integration.
+TIERS = {
+    "unit": "in-process checks of equations, the architecture contract and the code's logic at tiny size: no "
+            "training, no fairseq command, no process of their own; together under 2 minutes of one CPU core",
+    "slow": "in-process like unit, but at Base size or on long inputs (parameter counts of the paper sizes, "
+            "half precision at 250 tokens, fused-kernel layouts): minutes",
+    "integration": "trains, runs fairseq's commands (in this process or their own), the plugin's scripts and "
+                   "tools, or other processes",
+}
+
+
+def tier(marks):
+    """The tier of a test whose markers are named ``marks``: the one it
+    names, integration when it names none (None for a GPU test); naming
+    two is an error."""
+    named = sorted(set(marks) & set(TIERS))
+    if len(named) > 1:
+        raise ValueError(f"a test is in one tier, not {' and '.join(named)}")
+    if named:
+        return named[0]
+    return None if "gpu" in marks else "integration"
+
+
 # The files whose tests take longest (their commands' processes included),
 # slowest first, as measured on the 2-core machine (2026-11-23; 5-70 s each,
 # the rest under 10 s). They run first: with the README's `-n 2 --dist
@@ -23,6 +48,8 @@ collect_ignore = ["fixtures/fifth_architecture"]
 # in at the end, instead of one worker finishing a long file (xdist's default
 # order puts the files with the fewest tests last) while the other idles.
 # Only the order of files changes, tests keep theirs; only speed depends on it.
+# The tiers need no order (-m unit runs in seconds a file); no file of unit
+# tests only belongs here (tests/test_tiers.py).
 SLOWEST_FILES_FIRST = (
     "test_study.py", "test_shipped_model.py", "test_prepare_scripts.py", "test_quickstart.py", "test_precision.py",
     "test_contract.py",
@@ -44,6 +71,8 @@ def pytest_configure(config):
     code (fairseq_ctx, fairseq_ctx_prep, scripts, tests), which stay visible
     as pytest shows them."""
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one; run them with -m gpu)")
+    for name, what in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
     from fairseq_ctx import quiet
 
     lines = ["ignore::DeprecationWarning", "ignore::PendingDeprecationWarning"]
@@ -57,7 +86,15 @@ def pytest_configure(config):
         config.addinivalue_line("filterwarnings", line)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(items):
+    for item in items:
+        try:
+            name = tier([m.name for m in item.iter_markers()])
+        except ValueError as e:
+            raise pytest.UsageError(f"{item.nodeid}: {e}") from None
+        if name and not item.get_closest_marker(name):
+            item.add_marker(name)
     rank = {name: i for i, name in enumerate(SLOWEST_FILES_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest as collected
 

@@ -39,6 +39,7 @@ def _without_preload(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.mark.unit
 def test_every_entry_point_uses_the_one_function():
     from fairseq_ctx.study import train as study_train
     from fairseq_ctx.tables import running
@@ -48,6 +49,7 @@ def test_every_entry_point_uses_the_one_function():
     assert quickstart.child_env is allocator.child_env
 
 
+@pytest.mark.unit
 def test_child_env_values(monkeypatch, tmp_path):
     _without_preload(monkeypatch)
     library = tmp_path / "libjemalloc.so.2"
@@ -173,6 +175,7 @@ def test_install_without_root_is_one_line(tmp_path):
     assert apt == []
 
 
+@pytest.mark.unit
 def test_install_lists_prepare_bibles_packages():
     def packages(script, name):
         line = next(line for line in (REPO / "scripts" / script).read_text().splitlines()

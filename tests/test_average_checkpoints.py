@@ -5,6 +5,8 @@ import torch
 import fairseq_ctx
 from tests.utils import generate, make_parallel_data, preprocess, run_cli, train
 
+pytestmark = pytest.mark.integration
+
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 

@@ -137,6 +137,7 @@ def test_benchmark_variants_come_from_the_architecture_list(tmp_path):
     assert proc.returncode == 2 and "invalid choice: 'nope'" in proc.stderr and "ctxsan_both" in proc.stderr
 
 
+@pytest.mark.unit
 def test_flop_bound_of_a_context_model_matches_a_hand_count():
     """ctxsan, encoder side, global context, both Q and K (n = 2), tiny dims:
     per encoder layer, beyond the plain transformer's products, the forward
@@ -193,6 +194,7 @@ def test_flop_bound_of_a_context_model_matches_a_hand_count():
     assert results["ctxsan"]["train_ratio"] == pytest.approx(0.9)
 
 
+@pytest.mark.unit
 def test_document_order_decodes_are_compared_sentence_by_sentence():
     bench = _benchmark_module()
     same = {0: ([4, 5, 2], -1.0), 1: ([6, 2], -0.5)}
@@ -232,6 +234,7 @@ def test_later_rounds_must_run_the_first_rounds_batches(monkeypatch):
         bench.run_child(opts, "v", "transformer", [], first=first)
 
 
+@pytest.mark.unit
 def test_document_order_only_where_a_variant_can_reuse_states():
     """The baseline's decode of the whole subset is only worth its time when a
     variant (transformer_ctxenc and its sizes) is compared with it."""
@@ -245,6 +248,7 @@ def test_document_order_only_where_a_variant_can_reuse_states():
     assert not bench.reuses_sentence_states("no_such_arch")  # its child reports it
 
 
+@pytest.mark.unit
 def test_mfu_is_counted_flops_per_second_over_the_gpus_datasheet_peak():
     bench = _benchmark_module()
     assert bench.peak_flops("NVIDIA H100 80GB HBM3", "bf16") == 989.4e12

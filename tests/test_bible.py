@@ -37,6 +37,7 @@ $$$Genesis 2:1
 
 # --- parsing ---------------------------------------------------------------
 
+@pytest.mark.unit
 def test_parse_imp_skips_headings_intros_and_duplicates():
     entries = bible.parse_imp(IMP)
     assert [ref for ref, _ in entries] == [
@@ -44,6 +45,7 @@ def test_parse_imp_skips_headings_intros_and_duplicates():
     assert entries[1][1].startswith("<w ")
 
 
+@pytest.mark.unit
 def test_parse_ref_and_doc_id():
     assert bible.parse_ref("Song of Solomon 2:10") == ("Song of Solomon", 2, 10)
     assert bible.parse_ref("[ Testament 1 Heading ]") is None
@@ -52,6 +54,7 @@ def test_parse_ref_and_doc_id():
 
 # --- markup stripping ------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("markup, text", [
     # note between two words: one space, not glued, not doubled
     ('<w lemma="strong:H0430">God</w><note placement="foot"><reference '
@@ -92,6 +95,7 @@ def test_clean_osis(markup, text):
     assert clean_osis(markup) == text
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("markup, text", [
     # spaRV1909eb drops the spaces around added (italic) words ...
     ('<w>porque</w> <w>Jehová</w><transChange type="added">será</transChange>'
@@ -115,6 +119,7 @@ def test_clean_osis_added_words(markup, text):
     assert clean_osis(markup) == text
 
 
+@pytest.mark.unit
 def test_clean_osis_never_glues_or_doubles_spaces():
     markup = ('<w>a</w><note>n</note><w>b</w> <note>n</note> <w>c</w>'
               '<l eID="1"/><l sID="2"/><w>d</w><div sID="3" type="x-p"/>e')
@@ -123,6 +128,7 @@ def test_clean_osis_never_glues_or_doubles_spaces():
     assert "  " not in text
 
 
+@pytest.mark.unit
 def test_normalize_chapter_caps():
     verses = [
         (("Gen", 1, 1), "EN el principio crió Dios."),
@@ -141,6 +147,7 @@ def test_normalize_chapter_caps():
 
 # --- alignment and split ----------------------------------------------------
 
+@pytest.mark.unit
 def test_align_by_reference_and_drop_reasons():
     src = [(("Gen", 1, 1), "uno"), (("Gen", 1, 2), ""), (("Gen", 1, 3), "tres"),
            (("Gen", 1, 4), "cuatro"), (("Gen", 2, 1), "otro")]
@@ -155,6 +162,7 @@ def test_align_by_reference_and_drop_reasons():
     assert pairs[0].doc == "Gen 1"
 
 
+@pytest.mark.unit
 def test_drop_misaligned_chapters():
     good = [Pair(("A", 1, v), "x" * 10, "y" * 11) for v in range(1, 5)]
     shifted = [Pair(("B", 1, v), "x" * n, "y" * m)
@@ -163,6 +171,7 @@ def test_drop_misaligned_chapters():
     assert kept == good and list(bad) == ["B 1"]
 
 
+@pytest.mark.unit
 def test_assign_splits_deterministic_whole_chapters():
     docs = [f"Book{b} {c}" for b in range(30) for c in range(1, 40)]
     splits = assign_splits(docs, 0.02, 0.02, seed=1)
@@ -176,11 +185,13 @@ def test_assign_splits_deterministic_whole_chapters():
     assert assign_splits(docs, 0.02, 0.02, seed=2) != splits
 
 
+@pytest.mark.unit
 def test_assign_splits_small_corpus_gets_valid_and_test():
     splits = assign_splits(["G 1", "G 2", "G 3"], 0.0, 0.0)
     assert sorted(splits.values()) == ["test", "train", "valid"]
 
 
+@pytest.mark.unit
 def test_split_pairs_keeps_order_and_docids_line_up(tmp_path):
     pairs = [Pair(("G", c, v), f"es{c}.{v}", f"en{c}.{v}")
              for c in range(1, 8) for v in range(1, 4)]
@@ -197,6 +208,7 @@ def test_split_pairs_keeps_order_and_docids_line_up(tmp_path):
         assert all(splits[d] == split for d in docs)
 
 
+@pytest.mark.unit
 def test_markers_require_same_settings(tmp_path):
     markers = bible.Markers(tmp_path)
     assert not markers.done("text", {"a": 1})
@@ -206,6 +218,7 @@ def test_markers_require_same_settings(tmp_path):
     assert not markers.done("text", {"a": 1})
 
 
+@pytest.mark.unit
 def test_missing_mod2imp_is_a_clean_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(bible.shutil, "which", lambda name: None)
     assert bible.main(["--dest", str(tmp_path / "out")]) == 1

@@ -15,6 +15,8 @@ import fairseq_ctx  # noqa: F401  (registers the architectures)
 from tests.fixtures.make_checkpoints import VARIANTS, outputs
 from tests.utils import build_model
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "checkpoints"
 
 

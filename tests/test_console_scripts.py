@@ -40,6 +40,7 @@ print(json.dumps({{"status": status, "imported": sorted(m for m in ("torch", "fa
 """
 
 
+@pytest.mark.unit
 def test_the_plugins_tools_are_all_console_scripts():
     modules = {module for module, _ in SCRIPTS.values()}
     assert {"fairseq_ctx.translate", "fairseq_ctx.average_checkpoints", "fairseq_ctx.evaluation.score",
@@ -65,6 +66,7 @@ def test_help_shows_an_example_without_importing_torch(name):
     assert example, f"{name} --help shows no 'example:' section running {name}:\n{proc.stdout[-1500:]}"
 
 
+@pytest.mark.unit
 def test_installed_console_scripts_are_those_of_setup_py():
     try:
         dist = importlib.metadata.distribution("fairseq_ctx")
@@ -86,6 +88,7 @@ def test_console_script_on_path_answers_help(name):
     assert proc.stdout.startswith("usage: ")
 
 
+@pytest.mark.unit
 def test_readme_lists_every_console_script_in_one_table():
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         readme = f.read()
@@ -102,6 +105,7 @@ def test_readme_lists_every_console_script_in_one_table():
     assert listed <= set(SCRIPTS), f"in the README's table but not in setup.py: {sorted(listed - set(SCRIPTS))}"
 
 
+@pytest.mark.unit
 def test_tokenizer_and_bpe_are_checked_against_fairseqs_registries(capsys):
     """--tokenizer/--bpe have no argparse choices (building the parser would
     import fairseq); the names are checked once given, as argparse would."""

@@ -29,6 +29,7 @@ def lexicon():
     return Lexicon([es for es, _ in CHAPTER] + SPANISH_CORPUS)
 
 
+@pytest.mark.unit
 def test_spanish_check():
     lex = lexicon()
     # a word marked feminine blocks a feminine item only; masculine, a masculine one
@@ -43,6 +44,7 @@ def test_spanish_check():
     assert spanish_cues("Y dijo á su siervo: Ve.", lex) == {"masculine": ["noun"], "feminine": []}
 
 
+@pytest.mark.unit
 def test_which_items_qualify_and_the_check_rejects():
     es, en = [p[0] for p in CHAPTER], [p[1] for p in CHAPTER]
     docids = ["Ruth 1"] * len(CHAPTER)
@@ -72,6 +74,7 @@ def _corpus(root, train_chapters):
     return root
 
 
+@pytest.mark.unit
 def test_heldout_chapters_balance_and_determinism(tmp_path):
     raw = _corpus(tmp_path / "raw", ["Gen 1", "Gen 2", "Gen 3", "Gen 4"])
     counts = build(str(raw), str(tmp_path / "a"), min_per_class=3)
@@ -105,6 +108,7 @@ def test_heldout_chapters_balance_and_determinism(tmp_path):
     assert dst[5] == "He spoke with his servant. _eos He took his cloak."
 
 
+@pytest.mark.unit
 def test_drop_chapters(tmp_path):
     raw = _corpus(tmp_path / "raw", ["Gen 1", "Gen 2"])
     assert drop_chapters(str(raw), "train", ["Gen 2"], str(tmp_path / "out")) == {"kept": 8, "dropped": 8}

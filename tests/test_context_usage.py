@@ -10,6 +10,7 @@ import torch
 from fairseq_ctx.evaluation.cxmi import LN2, bootstrap_interval, cxmi, top_pcxmi
 
 
+@pytest.mark.unit
 def test_cxmi_is_the_token_mean_of_the_log_probability_gain():
     with_ctx = [np.log([0.5, 0.25]), np.log([0.5])]
     without = [np.log([0.25, 0.25]), np.log([0.125])]
@@ -31,6 +32,7 @@ def test_cxmi_is_the_token_mean_of_the_log_probability_gain():
         cxmi([np.zeros(2)], [np.zeros(1)])
 
 
+@pytest.mark.unit
 def test_bootstrap_interval_of_a_constant_is_the_constant():
     assert bootstrap_interval(np.array([2.0, 4.0]), np.array([1.0, 2.0]), samples=50) == (2.0, 2.0)
 
@@ -149,6 +151,7 @@ def test_contrastive_accuracy_with_true_shuffled_and_no_context(doc_corpus, trai
     assert {ctx[k]["groups"] for k in ("shuffled", "none", "random")} == {4}
 
 
+@pytest.mark.unit
 def test_the_shuffled_contrastive_contexts_are_a_derangement():
     from fairseq_ctx.evaluation.conditions import SHUFFLED
     from fairseq_ctx.evaluation.context_usage import with_context_of
@@ -163,6 +166,7 @@ def test_the_shuffled_contrastive_contexts_are_a_derangement():
     assert got == [g.candidates[0].source_context[0] for g in again]
 
 
+@pytest.mark.unit
 def test_every_condition_as_a_rule_and_as_donors():
     """One list: each condition's rule for a split (the model's size kept,
     0 for none; mode and shuffling its own; the seed given) and the items
@@ -213,6 +217,7 @@ def _group(cands, true_index=0, **meta):
     return Group([Candidate("src", c, ["ctx"], target_context=["tctx"]) for c in cands], true_index, meta=meta)
 
 
+@pytest.mark.unit
 def test_which_items_qualify_and_their_forms():
     from fairseq_ctx.evaluation.contrastive.generated import item_forms
 
@@ -232,6 +237,7 @@ def test_which_items_qualify_and_their_forms():
     assert f.pairs == ((("he",), ("she",)),)
 
 
+@pytest.mark.unit
 def test_the_check_counts_forms_relative_to_the_true_candidate():
     from fairseq_ctx.evaluation.contrastive.generated import check, item_forms
 
@@ -247,6 +253,7 @@ def test_the_check_counts_forms_relative_to_the_true_candidate():
         ["right", "wrong", "both", "neither"]
 
 
+@pytest.mark.unit
 def test_the_summary_and_the_scores_right_translates_wrong_matrix():
     from fairseq_ctx.evaluation.contrastive.generated import summarize
 

@@ -91,6 +91,7 @@ def _row(i, src, src_lengths, prev, tgt_len, kwargs, pad):
     return src[i:i + 1, -n:], src_lengths[i:i + 1], prev[i:i + 1, :tgt_len], alone
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_sentence_alone_equals_sentence_in_padded_batch(name):
     model = _model(name)
@@ -115,6 +116,7 @@ def _decode(model, enc, prev, state, start, stop):
                       for t in range(start, stop)], dim=1)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_incremental_decoding_equals_full_forward(name):
     model = _model(name)
@@ -130,6 +132,7 @@ def _permuted(src, lengths, prev, kwargs, order):
     return src[order], lengths[order], prev[order], {k: v[order] for k, v in kwargs.items()}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_reorder_encoder_out_equals_encoding_the_permuted_batch(name):
     """Every entry of ``encoder_out`` follows the beams (ctxenc's context
@@ -189,6 +192,7 @@ def _encoder_attention_keys(model):
             if isinstance(m, MultiheadAttention) and m.encoder_decoder_attention}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_reorder_incremental_state_moves_every_cached_value(name):
     """After three steps and a reorder, every cached tensor (ctxsan's running
@@ -236,6 +240,7 @@ def test_reorder_incremental_state_moves_every_cached_value(name):
                                    atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_beam_search_translates_a_sentence_the_same_alone_and_in_a_batch(name):
     model = _model(name)
@@ -256,6 +261,7 @@ def test_beam_search_translates_a_sentence_the_same_alone_and_in_a_batch(name):
         assert math.isclose(batched[i][0]["score"].item(), alone["score"].item(), abs_tol=1e-5), i
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("name", NAMES)
 def test_half_precision_forward_and_backward(name, dtype):
@@ -276,6 +282,7 @@ def test_half_precision_forward_and_backward(name, dtype):
     assert all(g is not None and bool(torch.isfinite(g).all()) for g in grads)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
 @pytest.mark.parametrize("name", NAMES)
 def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, dropout):
@@ -322,6 +329,7 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
 # ---------------------------------------------------------------- the option grid
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch", grid_archs())
 def test_option_grid_settings_are_what_fairseq_parses(arch):
     """Each setting of the architecture's option grid
@@ -340,6 +348,7 @@ def test_option_grid_settings_are_what_fairseq_parses(arch):
         assert {k: getattr(args, k) for k in want} == want, v.name
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", names(one_of_each()))
 def test_option_grid_models_have_what_they_declare(name):
     """A few settings of the grid that together take every value of every

@@ -51,6 +51,7 @@ def write_voita(tmp, name, groups):
 # readers
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 @needs_voita
 @pytest.mark.parametrize("name", VOITA_SETS)
 def test_parse_voita_files(name):
@@ -82,6 +83,7 @@ def oracle_scores(path_dst, path_json):
     return out
 
 
+@pytest.mark.unit
 @needs_voita
 @pytest.mark.parametrize("name", VOITA_SETS)
 def test_oracle_scores_on_published_sets(name, tmp_path, capsys):
@@ -100,6 +102,7 @@ def test_oracle_scores_on_published_sets(name, tmp_path, capsys):
     capsys.readouterr()
 
 
+@pytest.mark.unit
 def test_read_lines_is_the_evaluations(tmp_path):
     """The test-set reader and the scorer of translations read a file the
     same way: lines end at a newline only (as the binarizer counts them), so a
@@ -113,6 +116,7 @@ def test_read_lines_is_the_evaluations(tmp_path):
         ce.read_lines(tmp_path / "missing.txt")
 
 
+@pytest.mark.unit
 def test_split_segments():
     assert ce.split_segments("a b _eos c _eos d e") == ["a b", "c", "d e"]
     assert ce.split_segments("a _eos  b  c") == ["a", "b  c"]  # double spaces: stripped at the ends
@@ -120,6 +124,7 @@ def test_split_segments():
     assert ce.split_segments("x_eos y _eos z") == ["x_eos y", "z"]
 
 
+@pytest.mark.unit
 def test_voita_true_ind_and_bad_files(tmp_path):
     src, dst, js = write_voita(tmp_path, "t", [
         ("c1 _eos s1", ["C1 _eos A", "C1 _eos B", "C1 _eos C"], 2, 1),
@@ -146,6 +151,7 @@ def test_voita_true_ind_and_bad_files(tmp_path):
         ce.read_voita(src3, dst3, tmp_path / "w.json")
 
 
+@pytest.mark.unit
 def test_contrapro_reader(tmp_path):
     entries = [
         {"src segment": "I saw it .", "ref segment": "Ich sah ihn .", "src pronoun": "it",
@@ -196,6 +202,7 @@ BAWDEN_LEXICAL = {"1": {"type": "disambig", "examples": [
              "incorrect": ["C'est grave ?", "Enlevez cette taupe ."]}}]}}
 
 
+@pytest.mark.unit
 def test_bawden_reader(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps(BAWDEN_ANAPHORA))
     groups = ce.read_bawden(tmp_path / "a.json")
@@ -236,6 +243,7 @@ def fake_group(n, true, dist):
     return ce.Group([ce.Candidate("s", f"t{i}") for i in range(n)], true, {"ctx_dist": dist})
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("ties, expected", [("wrong", 0.0), ("right", 1.0), ("half", 0.5)])
 def test_tie_handling(ties, expected):
     assert ce.group_credit([-1.0, -1.0], 0, ties) == (expected, True)
@@ -250,6 +258,7 @@ def test_tie_handling(ties, expected):
     assert ce.group_credit([-1.0, -1.0 + 1e-6], 0, ties, tolerance=1e-4) == (expected, True)
 
 
+@pytest.mark.unit
 def test_official_tie_rules():
     """--ties official: Voita's np.argmin over losses (the first of the
     candidates tied for the best wins), ContraPro's and Bawden's strict
@@ -290,6 +299,7 @@ def write_lines(path, lines):
     return str(path)
 
 
+@pytest.mark.unit
 def test_scores_in_official_ties_each_format(tmp_path, capsys):
     """The same losses read with --scores-in: a Voita group holding the true
     translation twice is right (argmin), a tie in ContraPro or Bawden is
@@ -339,6 +349,7 @@ def test_scores_in_official_ties_each_format(tmp_path, capsys):
     assert "blocks entirely right: 1/2" in out and "by intrasegmental:" in out
 
 
+@pytest.mark.unit
 def test_scores_in_bad_files_and_flags(tmp_path):
     src, dst, js = write_voita(tmp_path, "v", [("s", ["A", "B"], 0, 1)])
     voita = ["--format", "voita", "--src", str(src), "--dst", str(dst), "--json", str(js)]
@@ -358,6 +369,7 @@ def test_scores_in_bad_files_and_flags(tmp_path):
         ce.parse_args(voita)  # neither a model nor scores
 
 
+@pytest.mark.unit
 def test_accuracy_by_distance_and_true_index():
     groups = [fake_group(2, 0, 1), fake_group(3, 2, 1), fake_group(2, 1, 2), fake_group(2, 1, 3),
               fake_group(2, 0, 3)]
@@ -708,6 +720,7 @@ def test_contrapro_and_bawden_commands_and_ensemble(trained, tmp_path, capsys):
     assert np.allclose(s1, s2, atol=1e-4)
 
 
+@pytest.mark.unit
 def test_sentencepiece_option(tmp_path):
     """--bpe sentencepiece adds --sentencepiece-model and splits the text
     before the dictionary sees it."""
@@ -725,6 +738,7 @@ def test_sentencepiece_option(tmp_path):
     assert ce.build_encoders(ce.parse_args(["bin", "--path", "x.pt", "--format", "voita"]))("a b") == "a b"
 
 
+@pytest.mark.unit
 def test_separate_source_and_target_subword_models(tmp_path):
     """--source-bpe-model/--target-bpe-model: one sentencepiece model per
     language, each side split by its own (as fairseq-preprocess saw it)."""

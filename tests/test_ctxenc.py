@@ -28,6 +28,7 @@ WORDS = (4, 40)  # the token ids these tests draw (of the toy dictionary's 4..43
 # parameters and construction
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_parameter_growth_base():
     """Own context layer (3,152,384) + context attention (1,050,624) + gate
     (524,800) over transformer Base with the same dictionary."""
@@ -36,6 +37,7 @@ def test_parameter_growth_base():
     assert n_params(ctx) - n_params(base) == 3_152_384 + 1_050_624 + 524_800
 
 
+@pytest.mark.slow
 def test_parameter_growth_presets():
     d = toy_dictionary(200)
     for plain, arch, dim, ffn in (("transformer_wmt_en_de_big", "transformer_ctxenc_big", 1024, 4096),
@@ -45,6 +47,7 @@ def test_parameter_growth_presets():
         assert n_params(build(arch, dictionary=d)) - n_params(build(plain, dictionary=d)) == extra
 
 
+@pytest.mark.unit
 def test_pre_norm_adds_context_layer_norm():
     d = toy_dictionary(50)
     post = build("transformer_ctxenc_tiny", dictionary=d)
@@ -56,6 +59,7 @@ def test_pre_norm_adds_context_layer_norm():
     assert torch.isfinite(out["encoder_out"][0]).all() and torch.isfinite(out["ctx_out"][0]).all()
 
 
+@pytest.mark.unit
 def test_structure_shares_lower_layers():
     model = tiny_model("ctxenc", ["--encoder-layers", "3"])
     enc = model.encoder
@@ -71,6 +75,7 @@ def test_structure_shares_lower_layers():
     assert (enc(src, ctx_tokens=ctx, return_context=True)["ctx_out"][0] - before).abs().max() > 1e-3
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("extra, flag", [
     (["--encoder-layerdrop", "0.1"], "--encoder-layerdrop"),
     (["--encoder-layers", "0"], "--encoder-layers"),
@@ -84,6 +89,7 @@ def test_bad_flags(extra, flag):
 # encoder
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_encoder_out_shapes_and_gate():
     """The gate read out is sigmoid(W_g [c_s; c_c] + b_g) of the gated
     layer's own weights and of the two attentions' outputs in this very
@@ -113,6 +119,7 @@ def test_encoder_out_shapes_and_gate():
     assert (by_hand - 0.5).abs().max() > 0.05  # not the gate of zero weights
 
 
+@pytest.mark.unit
 def test_context_changes_output_and_none_is_empty_context():
     model = tiny_model("ctxenc")
     src = padded_batch([6] * 2, seed=3, vocab=WORDS)
@@ -124,6 +131,7 @@ def test_context_changes_output_and_none_is_empty_context():
     assert torch.allclose(none, empty)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("pre_norm", [False, True])
 def test_encoder_matches_gated_mixture_written_out(pre_norm):
     """The encoder output equals the paper's model transcribed from fairseq's
@@ -170,6 +178,7 @@ def test_encoder_matches_gated_mixture_written_out(pre_norm):
     assert (g - 0.5).abs().max() > 0.05 and (c_s - c_c).abs().max() > 0.1
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", ["joint", "separate", "chunked"])
 def test_shared_pass_strategies_agree(monkeypatch, path):
     """Joint source+context batch, separate passes and length-grouped context
@@ -274,6 +283,7 @@ def test_every_grid_setting_reads_the_context_it_names(doc_corpus, variant):
 # decoding
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_context_states_only_on_request_and_decoding_is_unchanged():
     """By default encoder_out carries no context states (the decoder never
     reads them, and beam search would reorder them at every step); asking for
@@ -308,6 +318,7 @@ def trained(doc_corpus, trained_checkpoint):
 # context attention analysis
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_share_accumulator():
     from fairseq_ctx.analysis.ctxenc_context_attention import ShareAccumulator, context_share
 
@@ -332,6 +343,7 @@ def test_share_accumulator():
     assert res["mean_context_share_with_context"] == pytest.approx((0.25 + 0.75 + 0.25) / 3)
 
 
+@pytest.mark.unit
 def test_context_attention_rankings_exclude_the_initial_position_and_apply_the_threshold():
     """A sentence-initial word with a high share tops the first ranking and
     is absent from the second; the threshold counts each ranking's own
@@ -436,6 +448,7 @@ def _assert_same_as_upstream(ours, theirs, real_only=False):
     assert ours["fc_results"] == [r for r in theirs["fc_results"] if r is not None] == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("pre_norm", [False, True], ids=["post_norm", "pre_norm"])
 @pytest.mark.parametrize("path", ["no_context", "joint", "separate", "chunked", "empty_rows", "state_cache"])
 def test_forward_with_context_switched_off_equals_fairseqs_encoder(monkeypatch, path, pre_norm):
@@ -506,6 +519,7 @@ def test_forward_with_context_switched_off_equals_fairseqs_encoder(monkeypatch, 
     assert (on - theirs["encoder_out"][0]).abs().max() > 1e-3
 
 
+@pytest.mark.unit
 def test_return_fc_is_refused():
     """fairseq's layers return (x, fc_result) with return_fc, which
     CtxEncEncoder.forward does not unpack: refused in one line at build time."""

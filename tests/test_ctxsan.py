@@ -44,6 +44,7 @@ def base_count():
     return n_params(model)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("side,context,growth", TABLE1)
 def test_table1_parameter_growth(base_count, side, context, growth):
     model, _ = build("transformer_ctxsan", ["--ctxsan-side", side, "--ctxsan-context", context],
@@ -51,11 +52,13 @@ def test_table1_parameter_growth(base_count, side, context, growth):
     assert abs((n_params(model) - base_count) / 1e6 - growth) < 0.06
 
 
+@pytest.mark.unit
 def test_table1_global_row_matches_printed_within_5_percent(base_count):
     model, _ = build("transformer_ctxsan", ["--ctxsan-context", "global"], dict_size=1000, meta=True)
     assert abs((n_params(model) - base_count) / 1e6 - 3.0) / 3.0 < 0.055
 
 
+@pytest.mark.unit
 def test_table1_exact_formula(base_count):
     """Per layer l: U_Q, U_K (d_c x d each) + gates V^H, V^C (d each, Q and K)."""
     d, L = 512, 6
@@ -65,12 +68,14 @@ def test_table1_exact_formula(base_count):
     assert n_params(model) - base_count == u + gates
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("what,share", [("query", 0.5), ("key", 0.5), ("both", 1.0)])
 def test_table3_query_key_rows(base_count, what, share):
     model, _ = build("transformer_ctxsan", ["--ctxsan-contextualize", what], dict_size=1000, meta=True)
     assert abs((n_params(model) - base_count) / 1e6 - 18.9 * share) < 0.06
 
 
+@pytest.mark.unit
 def test_table2_big_growth():
     """Table 2, En-De: Transformer-Big 264.1M -> 339.6M (+75.5M)."""
     base, _ = build("transformer_wmt_en_de_big", dict_size=1000, meta=True)
@@ -78,6 +83,7 @@ def test_table2_big_growth():
     assert abs((n_params(ours) - n_params(base)) / 1e6 - 75.5) < 0.1
 
 
+@pytest.mark.unit
 def test_presets():
     tiny, _ = build("transformer_ctxsan_tiny", meta=True)
     assert tiny.args.encoder_layers == 2 and tiny.args.encoder_embed_dim == 16
@@ -90,6 +96,7 @@ def test_presets():
     assert spaced.args.ctxsan_context == "deep-global+deep"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("flag,value", [
     ("--ctxsan-context", "deepglobal"),
     ("--ctxsan-side", "middle"),
@@ -100,6 +107,7 @@ def test_bad_flag_values_raise(flag, value):
         build("transformer_ctxsan_tiny", [flag, value])
 
 
+@pytest.mark.unit
 def test_layerdrop_on_context_side_raises():
     with pytest.raises(ValueError, match="--encoder-layerdrop"):
         build("transformer_ctxsan_tiny", ["--encoder-layerdrop", "0.1"])
@@ -107,6 +115,7 @@ def test_layerdrop_on_context_side_raises():
 
 # ---------------------------------------------------------------- module units
 
+@pytest.mark.unit
 def test_attention_shapes_and_context_sizes():
     d = 16
     for layer in (1, 2, 3):
@@ -139,6 +148,7 @@ def test_attention_shapes_and_context_sizes():
         assert bool(((att.last_readout["k"] > 0) & (att.last_readout["k"] < 1)).all())
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("context", ["global", "deep-global+deep"])
 def test_attention_matches_equations_5_to_7(context):
     """The fused implementation equals a literal transcription of Eq. 5-7."""
@@ -172,6 +182,7 @@ def test_attention_matches_equations_5_to_7(context):
     assert torch.allclose(att(x, history=hist)[0], ref, atol=1e-5)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("context", ["deep-global+deep", "global"])
 def test_eval_time_folding_equals_training_time_and_follows_parameter_changes(context):
     """Without autograd in eval mode the folded gate weights are kept between
@@ -229,6 +240,7 @@ def test_eval_time_folding_equals_training_time_and_follows_parameter_changes(co
     assert "_fold_cache" not in " ".join(att.state_dict())  # checkpoint format unchanged
 
 
+@pytest.mark.unit
 def test_key_only_leaves_queries_alone():
     torch.manual_seed(0)
     d, T, B = 16, 4, 2
@@ -253,6 +265,7 @@ def _fairseq_layer_with_our_weights(ours, fairseq_cls, cfg, **kwargs):
     return ref.eval()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("normalize_before", [False, True])
 def test_layers_without_context_equal_fairseqs_own(normalize_before):
     """Layer 1 of a deep context has no context (d_c = 0): the layers must then
@@ -298,6 +311,7 @@ def test_layers_without_context_equal_fairseqs_own(normalize_before):
     torch.testing.assert_close(torch.cat(steps), want, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.unit
 def test_history_means_ignore_padding_and_are_causal_in_decoder():
     torch.manual_seed(0)
     T, B, C = 6, 2, 4
@@ -346,6 +360,7 @@ def _batch(d, B=3, S=7, T=6, seed=1):
     return src, src.ne(d.pad()).sum(1), tgt
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("side", SIDES)
 def test_padding_invariance(side):
     """A sentence's outputs do not change when it is batched with longer ones."""
@@ -360,6 +375,7 @@ def test_padding_invariance(side):
     assert torch.allclose(batched[2, :4], alone[0], atol=1e-5)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("side,context", [(s, c) for s in ("decoder", "both") for c in CONTEXTS])
 def test_incremental_equals_full_forward(side, context):
     model, d = _model(side, context)
@@ -373,6 +389,7 @@ def test_incremental_equals_full_forward(side, context):
     assert torch.allclose(full, torch.cat(steps, 1), atol=1e-5)
 
 
+@pytest.mark.unit
 def test_incremental_state_is_constant_size_running_sums():
     """One decoding step reads the running sums, not the whole prefix."""
     model, d = _model("decoder", "deep-global")
@@ -387,6 +404,7 @@ def test_incremental_state_is_constant_size_running_sums():
     assert all(v.shape == (3, 16) for k, v in sums.items() if k.startswith("sum"))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("side", SIDES)
 def test_beam_reorder_mid_sequence(side):
     """Decode 3 steps, reorder (as beam search does), decode on; equals
@@ -408,6 +426,7 @@ def test_beam_reorder_mid_sequence(side):
     assert torch.allclose(torch.cat(outs, 1), ref[:, 3:], atol=1e-5)
 
 
+@pytest.mark.unit
 def test_context_reaches_the_output():
     """The context path is live: zeroing U_Q, U_K changes the encoder output."""
     model, d = _model("encoder", "global")
@@ -420,6 +439,7 @@ def test_context_reaches_the_output():
     assert not torch.allclose(out1, out2, atol=1e-4)
 
 
+@pytest.mark.unit
 def test_training_step_backpropagates_into_context_parameters():
     model, d = _model("both")
     model.train()
@@ -531,6 +551,7 @@ POS_RECORDS = [  # two sentences of tokens.jsonl: layer 1 has no lambda_K (None)
 ]
 
 
+@pytest.mark.unit
 def test_subwords_merge_into_words():
     from fairseq_ctx.analysis.ctxsan_pos import merge_subwords
 
@@ -540,6 +561,7 @@ def test_subwords_merge_into_words():
     assert merge_subwords(["a@@", "b@@", "c", "d"]) == [("abc", [0, 1, 2]), ("d", [3])]
 
 
+@pytest.mark.unit
 def test_gates_by_pos_by_hand(tmp_path, capsys):
     """Per tag, the mean over words of each word's mean over its subwords
     ("house" = (0.4 + 0.6) / 2 at layer 1), then over the layers with context.
@@ -577,6 +599,7 @@ def test_gates_by_pos_by_hand(tmp_path, capsys):
         ctxsan_pos.pos_means(POS_RECORDS, ctxsan_pos.read_tags(str(tmp_path / "bad.tags")))
 
 
+@pytest.mark.slow
 def test_gates_by_pos_tagged_by_spacy(tmp_path):
     """Without --tags the merged words go to an installed spaCy model, split as
     we split them (not re-tokenized by spaCy). No trained model can be
@@ -686,6 +709,7 @@ def _ctxsan_reference(att, settings, hs, x, real, causal):
     return att.out_proj(_attend(qk["Q"], qk["K"], V, att.num_heads, mask))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("variant", CTXSAN_GRID, ids=[v.name for v in CTXSAN_GRID])
 def test_every_grid_setting_computes_its_equations(variant):
     """Each setting of the option grid (context type x side x contextualised

@@ -26,6 +26,7 @@ WORDS = (4, 40)
 # ---------------------------------------------------------------------------
 # module
 # ---------------------------------------------------------------------------
+@pytest.mark.unit
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("f", [1, 2, 3, 4])
 def test_conv_matches_eq6_window(f, causal):
@@ -44,6 +45,7 @@ def test_conv_matches_eq6_window(f, causal):
     assert torch.allclose(m._conv_full(r), expected, atol=1e-5)
 
 
+@pytest.mark.unit
 def test_module_shapes_and_weights():
     torch.manual_seed(0)
     C, H, T, B = 16, 4, 5, 3
@@ -109,6 +111,7 @@ def _reference_dc(m, r, key_padding_mask, attn_mask, f=None, causal=None):
     return torch.cat([h_l, h_g], dim=-1) @ m.out_proj.weight.t() + m.out_proj.bias
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("f", [2, 3])
 def test_module_matches_eq6_to_8_written_out(f, causal):
@@ -136,6 +139,7 @@ def test_module_matches_eq6_to_8_written_out(f, causal):
         torch.testing.assert_close(z, expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 @pytest.mark.parametrize("orders", [[[2, 0, 0, 1]], [[1, 2, 0, 0], [3, 3, 0, 1]], [[0, 1, 2, 3]] * 3],
                          ids=["once", "twice", "identity-thrice"])
@@ -166,6 +170,7 @@ def test_module_cache_reorders_compose(orders, grad):
     torch.testing.assert_close(torch.cat(steps), full[split:], atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.unit
 def test_layer_spec_parsing_and_bad_flags():
     assert parse_layer_spec("all", 6, "--x") == list(range(6))
     assert parse_layer_spec("none", 6, "--x") == []
@@ -183,6 +188,7 @@ def test_layer_spec_parsing_and_bad_flags():
         build("transformer_dc_tiny", ["--dc-kernel-size", "0"])
 
 
+@pytest.mark.unit
 def test_presets_and_layer_selection():
     def dc_flags(model):
         return ([isinstance(l.self_attn, DualContextualModule) for l in model.encoder.layers],
@@ -204,6 +210,7 @@ def test_presets_and_layer_selection():
             layers, layers, dim, heads)
 
 
+@pytest.mark.slow
 def test_parameter_growth_matches_paper():
     """Table 1 text: +12.7M for Enc-DC or Dec-DC, about +25M for Full-DC
     (Transformer-Base, f = 2); within 5%."""
@@ -236,6 +243,7 @@ def _plain_attention(att, x, mask):
     return att.out_proj((w @ v).permute(2, 0, 1, 3).reshape(T, B, C))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("variant", DC_GRID, ids=[v.name for v in DC_GRID])
 def test_every_grid_setting_computes_its_equations(variant):
     """Each setting of the option grid (Enc-DC, Dec-DC, Full-DC x kernel
@@ -299,6 +307,7 @@ def test_every_grid_setting_computes_its_equations(variant):
 # ---------------------------------------------------------------------------
 # model-level invariances
 # ---------------------------------------------------------------------------
+@pytest.mark.unit
 @pytest.mark.parametrize("f", [2, 3])
 @pytest.mark.parametrize("pad_left", [True, False])
 def test_encoder_padding_invariance(f, pad_left):
@@ -322,6 +331,7 @@ def _decode_incrementally(model, tgt, enc):
     return torch.stack(outs, 1), inc
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("f,extra", [(2, []), (3, []), (2, ["--decoder-normalize-before"]), (1, [])])
 def test_incremental_equals_full(f, extra):
     model = tiny_model("dc", ["--dc-decoder-layers", "all", "--dc-kernel-size", str(f), *extra])
@@ -333,6 +343,7 @@ def test_incremental_equals_full(f, extra):
     assert torch.allclose(full, step, atol=1e-5)
 
 
+@pytest.mark.unit
 def test_beam_reordering_mid_sequence():
     """Reordering the caches mid-sequence equals decoding the reordered batch."""
     model = tiny_model("dc", ["--dc-decoder-layers", "all", "--dc-kernel-size", "3"])
@@ -356,6 +367,7 @@ def test_beam_reordering_mid_sequence():
     assert torch.allclose(torch.stack(outs, 1), ref[:, split:], atol=1e-5)
 
 
+@pytest.mark.unit
 def test_alpha_readout_and_js():
     model = tiny_model("dc", ["--dc-encoder-layers", "2"])
     src = padded_batch([4, 6], vocab=WORDS, eos=False)
@@ -388,6 +400,7 @@ def test_alpha_readout_and_js():
     assert dict(dc.last_readout) == {}
 
 
+@pytest.mark.unit
 def test_eq10_head_reductions_on_a_hand_made_example():
     """Two heads, one query, three keys: max = [.5, .3, .8] / 1.6; peak = the
     head whose top weight (.8) beats the other's (.5), whole. (Tried: max
@@ -430,6 +443,7 @@ def _literal_js_sum(alpha, mask, how):
     return total
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("how", ["max", "peak"])
 def test_layer_divergences_equal_a_literal_computation_over_real_tokens(how):
     """Per-token masking and the head reduction against loops: two sentences,
@@ -460,6 +474,7 @@ def test_layer_divergences_equal_a_literal_computation_over_real_tokens(how):
 CONFIG_DIR = REPO / "configs" / "dc"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", sorted(p.name for p in CONFIG_DIR.glob("*.args")))
 def test_config_files_carry_the_papers_recipe(name):
     """The DC recipes' values (Sect. 6: Adam 0.9/0.98, cosine with warm-up,

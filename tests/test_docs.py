@@ -298,6 +298,7 @@ def registered():
     fairseq_ctx.register()
 
 
+@pytest.mark.unit
 def test_docs_show_commands():
     """The extraction finds what it should (a check of the check)."""
     assert len(ALL_COMMANDS) > 40
@@ -453,6 +454,7 @@ ARGPARSE_FORM = "COMMAND: error: ..."   # argparse's usage errors, the documente
 NOT_YET = set()  # quoted error lines the code does not print yet
 
 
+@pytest.mark.unit
 def test_quoted_error_lines_have_the_one_prefix_and_are_known():
     quotes = _quoted_error_lines()
     assert quotes, "no quoted error line found"
@@ -463,12 +465,14 @@ def test_quoted_error_lines_have_the_one_prefix_and_are_known():
         assert quote in PREFIX_ONLY or quote in QUOTED, f"{doc}: `{quote}` is not checked against the code"
 
 
+@pytest.mark.unit
 def test_every_checked_quote_is_in_the_docs():
     text = " ".join(re.sub(r"\s*\n\s*", " ", doc.read_text(encoding="utf-8")) for doc in DOCS)
     for quote in QUOTED:
         assert f"`{quote}`" in text, f"`{quote}` is no longer quoted: remove it here"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("quote", list(QUOTED))
 def test_quoted_message_is_what_the_code_prints(registered, tmp_path, monkeypatch, quote):
     produce = QUOTED[quote]
@@ -477,6 +481,7 @@ def test_quoted_message_is_what_the_code_prints(registered, tmp_path, monkeypatc
     assert _matches(quote, printed), (quote, printed)
 
 
+@pytest.mark.unit
 def test_matching_is_strict():
     assert _matches("valid has N sentence pairs, but x ...", "valid has 7 sentence pairs, but x y z")
     assert not _matches("valid has N sentence pairs", "valid has 7 pairs")

@@ -27,6 +27,7 @@ EOS, PAD, SEP = 2, 1, 99
 # context indices and token layout
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_context_index_previous_and_next():
     docids = ["a", "a", "a", "b", "b", "a"]  # the last "a" is a new document
     prev = compute_context_index(docids, 2, "previous")
@@ -36,6 +37,7 @@ def test_context_index_previous_and_next():
     assert compute_context_index(docids, 0).shape == (6, 0)
 
 
+@pytest.mark.unit
 def test_context_index_random_and_shuffle():
     n = 50
     docids = [f"d{i // 5}" for i in range(n)]
@@ -46,6 +48,7 @@ def test_context_index_random_and_shuffle():
 
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("seed", range(20))
 def test_shuffled_context_is_a_derangement(seed):
     """--shuffle-context: row i gets the context row of sentence p[i], p a
@@ -65,6 +68,7 @@ def test_shuffled_context_is_a_derangement(seed):
     assert compute_context_index([0], 1, "next", shuffle=True).tolist() == [[-1]]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("mode, shuffle", [("none", False), ("concat", False), ("concat", True),
                                            ("separate", True)])
 def test_ordered_indices_equal_fairseqs(mode, shuffle):
@@ -108,11 +112,13 @@ def test_batch_buckets_refused_in_one_line(data):
         setup(bin_dir, ["--num-batch-buckets", "4"])
 
 
+@pytest.mark.unit
 def test_negative_context_size():
     with pytest.raises(ValueError, match="--context-size"):
         compute_context_index(["a"], -1)
 
 
+@pytest.mark.unit
 def test_token_layout_round_trip():
     c1, c2, src = torch.tensor([5, 6, EOS]), torch.tensor([7, EOS]), torch.tensor([8, 9, 10, EOS])
     assert build_context_tokens([], EOS, SEP).tolist() == [EOS]
@@ -438,6 +444,7 @@ def test_interactive_needs_previous_context(data):
             task.build_dataset_for_inference([torch.tensor([5, 2])], [2])
 
 
+@pytest.mark.unit
 def test_read_docids_counts_newlines_only(tmp_path):
     from fairseq_ctx.tasks.document_translation import DocumentTranslationTask
 
@@ -446,6 +453,7 @@ def test_read_docids_counts_newlines_only(tmp_path):
     assert DocumentTranslationTask.read_docids(str(path), 2).tolist() == ["Genesis\u2028 1", "Genesis 2"]
 
 
+@pytest.mark.unit
 def test_context_owners_name_no_architecture():
     """The task, its decoding, the context rule, the hub and the contrastive
     scorer work for any architecture: none imports a model's module or

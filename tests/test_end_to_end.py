@@ -14,6 +14,8 @@ import fairseq_ctx
 
 from tests.utils import REPO, generate, interactive, make_parallel_data, preprocess, train
 
+pytestmark = pytest.mark.integration
+
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 EVAL_BLEU = ["--eval-bleu", "--eval-bleu-args", '{"beam": 1, "max_len_b": 20}',

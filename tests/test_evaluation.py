@@ -62,6 +62,7 @@ def generate_log(path, hyps, order, missing=(), srcs=None):
 # BLEU
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_identical_hypotheses_score_100_with_signature():
     refs = ["The cat sat on the mat.", "Das ist ein Test, oder?", "A third sentence here."]
     score, sig = detok_bleu(refs, refs)
@@ -73,6 +74,7 @@ def test_identical_hypotheses_score_100_with_signature():
     assert detok_bleu(hyps, refs)[0] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("line,expected", HYPHEN_CASES)
 def test_compound_split_known_cases(line, expected):
     assert compound_split(line) == expected
@@ -86,6 +88,7 @@ def test_compound_split_equals_the_perl_one_liner():
     assert perl.stdout.split("\n")[:-1] == [compound_split(line) for line in lines]
 
 
+@pytest.mark.unit
 def test_tokenized_bleu_is_sacrebleu_on_the_split_text():
     refs = ["Das ist ein Rich-Text-Format, oder?", "Die E-Mail-Adresse ist neu.", "Er kam gestern an."]
     hyps = ["Das ist ein Rich-Text Format oder?", "Die E-Mail ist neu.", "Er kam gestern."]
@@ -123,6 +126,7 @@ def fairseq_score(hyps, refs):
     return scorer.score()
 
 
+@pytest.mark.unit
 def test_tokenized_bleu_equals_fairseq_score():
     """compound_split_bleu.sh ends with fairseq-score on the split text."""
     rng = random.Random(8)
@@ -137,6 +141,7 @@ def test_tokenized_bleu_equals_fairseq_score():
                                                                                        ["a b c d", "d e"]) == 0.0
 
 
+@pytest.mark.unit
 def test_length_mismatch_is_an_error():
     with pytest.raises(EvaluationError, match="2 hypotheses, but 3 references"):
         detok_bleu(["a", "b"], ["a", "b", "c"])
@@ -146,6 +151,7 @@ def test_length_mismatch_is_an_error():
 # paired bootstrap
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_paired_bootstrap_p_values():
     refs = random_corpus(200, seed=1)
 
@@ -179,6 +185,7 @@ def test_paired_bootstrap_p_values():
 # length buckets
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_bucket_assignment_is_closed_on_the_left():
     """DC's groups: "fewer than ten subword tokens" is <10, "greater than or
     equal to 20" opens at 20; so every edge length goes to the upper bucket
@@ -192,6 +199,7 @@ def test_bucket_assignment_is_closed_on_the_left():
         bucket_labels([20, 10])
 
 
+@pytest.mark.unit
 def test_bucket_bounds_and_given_lengths():
     refs = random_corpus(6, seed=2)
     res = bleu_by_length(None, {"ref": refs}, refs, edges=(10, 20), lengths=[9, 10, 19, 20, 0, 35], unit="subwords")
@@ -216,6 +224,7 @@ def write_binarized(prefix, lines, append_eos=True):
     d.save(str(prefix.parent / f"dict.{str(prefix).rsplit('.', 1)[-1]}.txt"))
 
 
+@pytest.mark.unit
 def test_binarized_lengths_count_subwords_without_eos(tmp_path):
     from fairseq_ctx.evaluation import binarized_lengths
 
@@ -228,6 +237,7 @@ def test_binarized_lengths_count_subwords_without_eos(tmp_path):
         binarized_lengths(tmp_path / "noeos.en-de.en")
 
 
+@pytest.mark.unit
 def test_bleu_by_length_scores_each_bucket_separately():
     refs = random_corpus(60, seed=3, length=30)
     srcs = [" ".join(["x"] * n) for n in [5] * 20 + [15] * 25 + [60] * 15]
@@ -242,6 +252,7 @@ def test_bleu_by_length_scores_each_bucket_separately():
     json.dumps(res)
 
 
+@pytest.mark.unit
 def test_score_command_lengths_from_the_binarized_source(tmp_path, capsys):
     """--src-bin: lengths are the binarized split's subword tokens, not the
     whitespace words of the detokenized text."""
@@ -266,6 +277,7 @@ def test_score_command_lengths_from_the_binarized_source(tmp_path, capsys):
 # reading hypotheses
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_generate_log_sorted_by_id(tmp_path):
     hyps = [f"hyp {i}" for i in range(20)]
     hyps[7] = ""  # an empty hypothesis is a line too
@@ -279,6 +291,7 @@ def test_generate_log_sorted_by_id(tmp_path):
         read_hypotheses(log, 20, fmt="text")
 
 
+@pytest.mark.unit
 def test_generate_log_missing_or_extra_id_is_an_error(tmp_path):
     hyps = [f"hyp {i}" for i in range(20)]
     log = generate_log(tmp_path / "gen.log", hyps, list(range(20))[::-1], missing={13})
@@ -292,6 +305,7 @@ def test_generate_log_missing_or_extra_id_is_an_error(tmp_path):
         read_hypotheses(doubled, 20)
 
 
+@pytest.mark.unit
 def test_plain_text_hypotheses(tmp_path):
     path = write(tmp_path / "hyp.txt", ["a", "b\u2028still b", "c"])  # U+2028 does not split a line
     assert read_hypotheses(path, 3) == ["a", "b\u2028still b", "c"]
@@ -305,6 +319,7 @@ def test_plain_text_hypotheses(tmp_path):
 # the command
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_score_command_end_to_end(tmp_path, capsys):
     """The command's main() in-process (a fresh interpreter costs ~6 s of
     fairseq import; test_score_command_errors runs the real ``python -m``)."""
@@ -367,6 +382,7 @@ def test_score_command_errors(tmp_path):
             score_cli.main(["--ref", str(tmp_path / "ref.txt"), *map(str, argv)])
 
 
+@pytest.mark.unit
 def test_bootstrap_p_is_one_for_equal_scores_with_different_outputs():
     """Two different outputs with the same BLEU (both 0 here, as in a smoke
     run) differ by exactly zero: p = 1, not sacreBLEU's minimum 1/(n+1)."""
@@ -382,6 +398,7 @@ def test_bootstrap_p_is_one_for_equal_scores_with_different_outputs():
 # chrF, TER, document-level BLEU, BLEU by position
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_document_bleu_hand_computed():
     """Two documents: the joined first document matches n-grams across its
     sentence boundary ("sat on", "cat sat on", "the cat sat on"), which
@@ -404,6 +421,7 @@ def test_document_bleu_hand_computed():
     assert join_documents(["a", "b", "c", ""], ["x", "y", "x", "x"]) == ["a", "b", "c"]
 
 
+@pytest.mark.unit
 def test_bleu_by_position_scores_first_and_later_sentences_apart():
     from fairseq_ctx.evaluation import bleu_by_position, document_positions
 
@@ -422,6 +440,7 @@ def test_bleu_by_position_scores_first_and_later_sentences_apart():
         detok_bleu([hyps["h"][i] for i in later], [refs[i] for i in later])[0])
 
 
+@pytest.mark.unit
 def test_chrf_and_ter_are_sacrebleus():
     from fairseq_ctx.evaluation import chrf, ter
 
@@ -433,6 +452,7 @@ def test_chrf_and_ter_are_sacrebleus():
     assert score == pytest.approx(sacrebleu.corpus_ter(hyps, [refs]).score) and "tok:tercom" in sig
 
 
+@pytest.mark.unit
 def test_paired_bootstrap_of_several_metrics():
     from fairseq_ctx.evaluation import paired_bootstrap_metrics
 
@@ -452,6 +472,7 @@ def test_paired_bootstrap_of_several_metrics():
         assert res[m]["same"].delta == 0 and res[m]["same"].p_value == 1.0
 
 
+@pytest.mark.unit
 def test_tiny_differences_are_never_printed_as_zero():
     from fairseq_ctx.evaluation import format_delta
 
@@ -462,6 +483,7 @@ def test_tiny_differences_are_never_printed_as_zero():
     assert "+0.0031" in table and "+0.00 " not in table
 
 
+@pytest.mark.unit
 def test_score_command_document_metrics(tmp_path, capsys):
     refs = random_corpus(60, seed=14)
     base = [" ".join(r.split()[: max(1, len(r.split()) * 2 // 3)]) for r in refs]

@@ -144,6 +144,7 @@ def test_twenty_updates_equal_fairseqs_adam_on_cuda(doc_corpus, precision):
 
 # ---------------------------------------------------------------- pieces against fairseq's
 
+@pytest.mark.unit
 def test_foreach_adam_equals_fairseqs_adam_step_by_step():
     """Two groups with their own learning rate and weight decay, amsgrad, a
     parameter without a gradient in some steps (a step count of its own),
@@ -190,6 +191,7 @@ def test_foreach_adam_equals_fairseqs_adam_step_by_step():
     assert ref.state[ref_p[1]]["step"] == 8 and ref.state[ref_p[0]]["step"] == 12
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("max_norm", [0.0, 0.5, 1e9])
 def test_clip_grad_norm_equals_fairseqs(max_norm):
     """The total norm and the clipped gradients, expert gradients included."""
@@ -216,6 +218,7 @@ def test_clip_grad_norm_equals_fairseqs(max_norm):
         assert not torch.equal(ref[0].grad, params()[0].grad)  # it did clip
 
 
+@pytest.mark.unit
 def test_fp16_adam_stats_is_refused_in_one_line():
     from fairseq_ctx.errors import ConfigError
     from fairseq_ctx.foreach_optim import FairseqAdamForeach, FairseqAdamForeachConfig

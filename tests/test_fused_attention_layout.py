@@ -101,6 +101,7 @@ def _exercise(model):
                 prev = prev.index_select(0, ORDER)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size,dtype", CASES, ids=[f"{s}-{str(d)[6:]}" for s, d in CASES])
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
 def test_fused_attention_inputs_are_16_byte_aligned(variant, size, dtype, monkeypatch):
@@ -113,6 +114,7 @@ def test_fused_attention_inputs_are_16_byte_aligned(variant, size, dtype, monkey
     assert recorder.copies == [], "\n".join(sorted(set(recorder.copies)))
 
 
+@pytest.mark.unit
 def test_the_layout_rule_finds_a_fused_projection_view():
     """The rule itself: ctxsan's former q (a view of a T x B x (3C + n)
     projection) fails it, a contiguous B x H x T x hd tensor passes."""

@@ -30,6 +30,7 @@ def _train_cfg(monkeypatch, cuda, extra):
     return convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch", ["transformer", "transformer_ctxsan", "transformer_dc", "transformer_ctxenc"])
 def test_bf16_on_a_cuda_machine_trains_on_the_gpu_not_a_tpu(arch, monkeypatch):
     cfg = _train_cfg(monkeypatch, True, ["--arch", arch, "--bf16"])
@@ -38,6 +39,7 @@ def test_bf16_on_a_cuda_machine_trains_on_the_gpu_not_a_tpu(arch, monkeypatch):
     assert torch.cuda.is_available() and not cfg.common.cpu and not cfg.common.tpu
 
 
+@pytest.mark.slow
 def test_bf16_keeps_fairseqs_meaning_where_it_applies(monkeypatch):
     # no CUDA (a TPU host): --bf16 still implies --tpu, as in fairseq
     assert _train_cfg(monkeypatch, False, ["--arch", "transformer", "--bf16"]).common.tpu
@@ -68,12 +70,14 @@ def _numpy_calls_without_cpu(path):
     return found
 
 
+@pytest.mark.unit
 def test_no_device_tensor_goes_to_numpy_without_cpu():
     files = sorted((REPO / "fairseq_ctx").rglob("*.py")) + sorted((REPO / "scripts").rglob("*.py"))
     found = [line for path in files for line in _numpy_calls_without_cpu(path)]
     assert found == [], "\n".join(found)
 
 
+@pytest.mark.unit
 def test_the_numpy_check_finds_a_device_tensor(tmp_path):
     """The check itself: the benchmark's former ``sample["id"].numpy()`` is
     found, ``.cpu().numpy()`` is not."""

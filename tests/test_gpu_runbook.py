@@ -138,6 +138,7 @@ def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path
         "test_toy.py::test_b"]
 
 
+@pytest.mark.unit
 def test_benchmark_deadline_starts_no_child_that_would_not_end_in_time(monkeypatch, tmp_path):
     """``--deadline-s``: the first child always runs; after it, no child
     starts unless the longest child so far still fits; the rest are listed,

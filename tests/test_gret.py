@@ -60,6 +60,7 @@ def reference_routing(routing, states, padding_mask):
 # ----------------------------------------------------------------- module units
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("softmax_over", ["capsules", "positions"])
 def test_routing_shapes_coupling_and_reference(softmax_over):
     torch.manual_seed(0)
@@ -79,6 +80,7 @@ def test_routing_shapes_coupling_and_reference(softmax_over):
     assert (caps[:, 0] - caps[:, 1]).abs().max() > 1e-3
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("softmax_over", ["capsules", "positions"])
 def test_routing_padding_contributes_nothing(softmax_over):
     torch.manual_seed(0)
@@ -147,6 +149,7 @@ def reference_global_state(glob, layer_states, lengths, iterations, softmax_dim)
     return torch.stack(out)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("iters,softmax_over", [(1, "capsules"), (3, "capsules"), (5, "capsules"),
                                                 (3, "positions")])
 def test_global_state_rebuilt_from_encoder_states(iters, softmax_over):
@@ -172,6 +175,7 @@ def test_global_state_rebuilt_from_encoder_states(iters, softmax_over):
         assert (other - expected).abs().max() > 1e-3 and (shifted - expected).abs().max() > 1e-3
 
 
+@pytest.mark.unit
 def test_squash_zero_vector_and_gradient():
     t = torch.zeros(2, 4, requires_grad=True)
     out = squash(t)
@@ -181,6 +185,7 @@ def test_squash_zero_vector_and_gradient():
     torch.testing.assert_close(squash(v).norm(), torch.tensor(25.0 / 26.0))
 
 
+@pytest.mark.unit
 def test_attentive_pooling_and_global_state_shapes():
     torch.manual_seed(0)
     pool = AttentivePooling(8)
@@ -198,6 +203,7 @@ def test_attentive_pooling_and_global_state_shapes():
     torch.testing.assert_close(glob(states, mask)[0], states[-1][2:, 0].mean(0))
 
 
+@pytest.mark.unit
 def test_context_gate_caches_global_terms_and_reorders():
     torch.manual_seed(0)
     gate = ContextGate(8, 8).eval()
@@ -254,6 +260,7 @@ def _global_state_by_hand(glob, layer_states, lengths, settings, iterations):
     return torch.stack(out)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("variant", GRET_GRID, ids=[v.name for v in GRET_GRID])
 def test_every_grid_setting_computes_its_equations(variant):
     """Each setting of the option grid (the full model, every row of Table 3
@@ -302,6 +309,7 @@ def test_every_grid_setting_computes_its_equations(variant):
 # ----------------------------------------------------------------- model build
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("flag,value", [("--gret-capsules", "0"), ("--gret-routing-iters", "0"),
                                         ("--encoder-layerdrop", "0.1")])
 def test_bad_flag_values_raise(flag, value):
@@ -309,6 +317,7 @@ def test_bad_flag_values_raise(flag, value):
         build_model("transformer_gret_tiny", [flag, value])
 
 
+@pytest.mark.slow
 def test_parameter_growth_base_matches_paper():
     """Table 3: +6.4M over Transformer-Base (within 15%); the split is in the
     model's docstring: 6 x 0.804M per-layer capsules and pooling + 1.576M GRU
@@ -326,6 +335,7 @@ def test_parameter_growth_base_matches_paper():
     assert growth["no_gate"] == 6_398_976
 
 
+@pytest.mark.unit
 def test_presets_build():
     d = toy_dictionary(50)
     big, _ = build_model("transformer_gret_big", ["--encoder-layers", "1", "--decoder-layers", "1"], dictionary=d)
@@ -341,6 +351,7 @@ def test_presets_build():
 # ----------------------------------------------------------------- invariances
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("extra", [[], ["--gret-routing-softmax", "positions"], ["--gret-no-capsule"]])
 def test_global_state_padding_invariance(extra):
     model = tiny_model("gret", extra, seed=1)
@@ -351,6 +362,7 @@ def test_global_state_padding_invariance(extra):
     torch.testing.assert_close(batch["gret_global"][0][0], alone["gret_global"][0][0], atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("extra", [["--gret-no-capsule"], ["--gret-no-aggregation"], ["--gret-no-gate"],
                                    ["--gret-no-capsule", "--gret-no-aggregation", "--gret-no-gate"],
                                    ["--gret-routing-softmax", "positions", "--gret-capsules", "3"]])
@@ -413,6 +425,7 @@ def test_warm_start_copies_shared_weights(data_bin, baseline_ckpt, tmp_path):
     assert all("gret" in n for n in state if n not in base)
 
 
+@pytest.mark.unit
 def test_warm_start_skipped_when_a_checkpoint_will_be_restored(tmp_path):
     from argparse import Namespace
 

@@ -147,6 +147,7 @@ BAD_FLAGS = [
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch,flags,needle", BAD_FLAGS, ids=[f"{a}{' '.join(f)}" for a, f, _ in BAD_FLAGS])
 def test_bad_flags_are_user_errors(arch, flags, needle):
     """In-process: every bad value stops at model build time with our error
@@ -156,6 +157,7 @@ def test_bad_flags_are_user_errors(arch, flags, needle):
     assert needle in str(info.value)
 
 
+@pytest.mark.unit
 def test_one_encoder_layer_is_fine_for_ctxenc_and_gret():
     """Not a contradiction: ctxenc then shares no layer with its context
     encoder, whose output is its own last layer over the context's
@@ -266,6 +268,7 @@ def test_checkpoint_of_another_task(data, ctxsan):
     assert "it was trained with --task translation, this run uses --task document_translation" in msg
 
 
+@pytest.mark.unit
 def test_plain_transformer_checkpoint_of_other_dictionaries():
     """The check sits in fairseq's BaseFairseqModel.load_state_dict, so plain
     --arch transformer (e.g. the concatenation baseline) gets it too."""
@@ -301,6 +304,7 @@ def test_empty_line_with_translation_task_is_translated_like_fairseq(data, ctxsa
     assert "S-1\t\n" in out
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch", ["transformer_dc_full", "transformer_gret", "transformer_ctxenc"])
 def test_every_architecture_decodes_an_empty_source(arch):
     from fairseq.sequence_generator import SequenceGenerator

@@ -105,6 +105,7 @@ def section(cfg, name):
 # the generated configs
 
 
+@pytest.mark.slow
 def test_generated_configs_are_up_to_date():
     problems = hydra_configs.stale(CONFIGS)
     assert not problems, "\n".join(problems) + "\nrun: python3 -m fairseq_ctx.tables.hydra_configs"
@@ -116,6 +117,7 @@ def test_generated_configs_are_up_to_date():
         p.stem for p in hydra_configs.data_configs(CONFIGS)}
 
 
+@pytest.mark.slow
 def test_every_recipe_is_accepted_by_fairseq():
     """Each section merged with its dataclass, as fairseq-hydra-train does
     (add_defaults): unknown keys and wrong types would raise here."""
@@ -165,6 +167,7 @@ def test_same_config_and_model_as_fairseq_train(arch, doc_corpus):
 # the dataclasses
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch", grid_archs())
 def test_the_dataclass_is_the_source_of_the_flags(arch):
     dc = MODEL_DATACLASS_REGISTRY[arch]
@@ -189,6 +192,7 @@ def test_the_dataclass_is_the_source_of_the_flags(arch):
     assert not any(hasattr(a, "default") and a.default not in (argparse.SUPPRESS, None) for a in actions.values())
 
 
+@pytest.mark.unit
 def test_hydra_validation_comes_from_the_dataclass():
     gret = MODEL_DATACLASS_REGISTRY["transformer_gret"]
     with pytest.raises(ValidationError, match="gret_routing_softmax"):
@@ -221,6 +225,7 @@ def build_from_model_section(model, meta=True):
     return build_model(root.model, task)
 
 
+@pytest.mark.unit
 def test_an_architecture_named_in_model_name_gets_its_preset():
     iwslt = build_from_model_section({"_name": "transformer_dc_iwslt"})
     assert (iwslt.args.encoder_embed_dim, iwslt.args.encoder_layers, iwslt.args.encoder_ffn_embed_dim) == (256, 4, 1024)

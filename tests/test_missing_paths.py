@@ -7,6 +7,8 @@ import pytest
 
 from tests.utils import run_cli
 
+pytestmark = pytest.mark.integration
+
 PREFIX = "fairseq_ctx: error: "
 
 

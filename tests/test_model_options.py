@@ -11,6 +11,8 @@ from fairseq.models import ARCH_MODEL_REGISTRY, ARCH_CONFIG_REGISTRY
 from fairseq_ctx import model_options
 from fairseq_ctx.architectures import grid_archs
 
+pytestmark = pytest.mark.unit
+
 
 def test_registered_models_are_the_catalogues():
     ours = {name for name, cls in ARCH_MODEL_REGISTRY.items() if cls.__module__.startswith("fairseq_ctx.")}

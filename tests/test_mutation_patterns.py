@@ -11,6 +11,8 @@ import pytest
 
 from tests.utils import REPO
 
+pytestmark = pytest.mark.unit
+
 
 def _load():
     spec = importlib.util.spec_from_file_location("mutation_check_script", REPO / "scripts" / "mutation_check.py")

@@ -96,6 +96,7 @@ def _sample(d, kind, seed=0):
     return {"net_input": net_input, "target": target}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_half_precision_base_dims_real_lengths(variant):
     """fp16 and bf16 forward, backward and (where the architecture has its own
@@ -122,6 +123,7 @@ def test_half_precision_base_dims_real_lengths(variant):
         assert row["ok"]
 
 
+@pytest.mark.slow
 def test_ctxsan_prefix_means_half_precision_long_prefix():
     """The decoder's prefix means (Yang et al. footnote 2) over 600 steps in
     fp16 / bf16, one pass and step by step with running sums: both within one
@@ -156,6 +158,7 @@ def test_ctxsan_prefix_means_half_precision_long_prefix():
         assert ((step.float() - ref).abs() <= bound).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("softmax_over", architectures.GRET_ROUTING_SOFTMAX_CHOICES)
 def test_capsule_routing_half_precision_base_dims_long_sentences(softmax_over, monkeypatch):
     """With Base dimensions the pre-squash capsule vectors are
@@ -328,6 +331,7 @@ CTXSAN_MODULE_CASES = [(v.settings["ctxsan_context"], v.settings["ctxsan_side"])
                        if v.settings["ctxsan_contextualize"] == "both" and v.settings["ctxsan_side"] != "both"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("context,side", CTXSAN_MODULE_CASES)
 def test_ctxsan_attention_half_precision_every_context_and_side(context, side):
     """Context-aware self-attention of layer 2 (deep-global of 2d, deep of d)
@@ -401,6 +405,7 @@ DC_MODULE_CASES = [("encoder" if v.settings["dc_encoder_layers"] == "all" else "
                    and v.settings["dc_kernel_size"] < max(architectures.DC_KERNEL_SIZES)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side,f", DC_MODULE_CASES)
 def test_dual_contextual_half_precision_enc_and_dec(side, f):
     """The DC module of Enc-DC (centred window) and Dec-DC (causal window,
@@ -458,6 +463,7 @@ GRET_MODULE_CASES = [_gret_case(v) for v in architectures.option_grid("transform
                      and _gret_case(v) != ("none", architectures.GRET_ROUTING_SOFTMAX_CHOICES[0])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ablation,softmax_over", GRET_MODULE_CASES)
 def test_gret_global_state_and_gate_half_precision_ablations(ablation, softmax_over):
     """GRET's global representation (Eq. 2-10) over two encoder layers of 250
@@ -496,6 +502,7 @@ def test_gret_global_state_and_gate_half_precision_ablations(ablation, softmax_o
         _assert_grads(f"GRET {ablation} {softmax_over}", dtype, g, g_ref)
 
 
+@pytest.mark.slow
 def test_precision_check_hunt_mode_names_the_overflowing_module(monkeypatch, tmp_path, capsys):
     """``scripts/precision_check.py --hunt`` on two cases at Base size with
     short lengths: a healthy Dec-DC passes (step by step included); a

@@ -69,6 +69,7 @@ def _groups(lines):
     return [len(list(g)) for _, g in itertools.groupby(lines)]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("fmt", user_corpus.FORMATS)
 def test_read_documents_all_layouts_agree(raw, tmp_path, fmt):
     prefixes = write_corpus(tmp_path / fmt, fmt, raw)
@@ -154,42 +155,50 @@ def _rewrite(path: Path, line_no: int, new: str = None, drop: bool = False):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+@pytest.mark.unit
 def test_tsv_line_without_docid(tmp_path, capsys):
     err = _error(tmp_path, capsys, "tsv", lambda p: _rewrite(Path(f"{p}.{TGT}"), 5, "W1 W2 W3"))
     assert f"my-train.{TGT} line 5: no document id (expected DOCID<TAB>sentence)" in err
 
 
+@pytest.mark.unit
 def test_tsv_docid_mismatch(tmp_path, capsys):
     err = _error(tmp_path, capsys, "tsv", lambda p: _rewrite(Path(f"{p}.{TGT}"), 2, "other\tW1"))
     assert f"my-train.{TGT} line 2: document id 'other', but " in err and f"my-train.{SRC} line 2 has" in err
 
 
+@pytest.mark.unit
 def test_line_count_mismatch(tmp_path, capsys):
     err = _error(tmp_path, capsys, "docids", lambda p: _rewrite(Path(f"{p}.{TGT}"), 12, drop=True))
     assert f"my-train.{TGT} has 11 lines, " in err and f"my-train.{SRC} has more (line 12)" in err
 
 
+@pytest.mark.unit
 def test_docids_empty_id(tmp_path, capsys):
     err = _error(tmp_path, capsys, "docids", lambda p: _rewrite(Path(f"{p}.docids"), 7, " "))
     assert "my-train.docids line 7: empty document id" in err
 
 
+@pytest.mark.unit
 def test_document_not_consecutive(tmp_path, capsys):
     err = _error(tmp_path, capsys, "docids", lambda p: _rewrite(Path(f"{p}.docids"), 7, "train-doc0"))
     assert "my-train.docids line 7: document 'train-doc0' continues after another document " \
            "(first seen on line 1)" in err
 
 
+@pytest.mark.unit
 def test_blank_break_on_one_side_only(tmp_path, capsys):
     err = _error(tmp_path, capsys, "blank", lambda p: _rewrite(Path(f"{p}.{SRC}"), 2, ""))
     assert f"my-train.{SRC} line 2 is blank (a document break) but " in err and f"my-train.{TGT} line 2 is not" in err
 
 
+@pytest.mark.unit
 def test_missing_file(tmp_path, capsys):
     err = _error(tmp_path, capsys, "docids", lambda p: Path(f"{p}.docids").unlink())
     assert "missing input file: " in err and "my-train.docids" in err
 
 
+@pytest.mark.unit
 def test_bad_flags_exit_with_usage(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         user_corpus.parse_args(["-s", "de", "-t", "de", "--train", "a", "--valid", "b", "--test", "c",
@@ -198,6 +207,7 @@ def test_bad_flags_exit_with_usage(tmp_path, capsys):
     assert "--source-lang and --target-lang must differ" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_reader_rejects_empty_file(tmp_path):
     for lang in (SRC, TGT):
         (tmp_path / f"x.{lang}").write_text("")
@@ -222,6 +232,7 @@ def _leftovers(root: Path):
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("fmt", user_corpus.FORMATS)
 def test_malformed_input_leaves_no_output(tmp_path, capsys, fmt):
     raw = make_parallel_data(tmp_path / "raw", num_train=12, num_valid=4, num_test=4, docs_every=3)
@@ -241,6 +252,7 @@ def test_malformed_input_leaves_no_output(tmp_path, capsys, fmt):
     assert _leftovers(out) == ["notes.txt"]
 
 
+@pytest.mark.unit
 def test_failed_later_step_keeps_finished_steps_only(tmp_path, capsys, monkeypatch):
     """fairseq-preprocess failing: the steps before it stay published (a
     re-run resumes there), DEST/bin.tmp is gone and bin has no marker."""

@@ -194,6 +194,7 @@ def nothing_partial(dest):
 
 # --- pure functions -----------------------------------------------------------
 
+@pytest.mark.unit
 def test_parse_and_align_sgml(tmp_path):
     text = sgm("src", "de", [("d1", ["Eins .", "Zwei"]), ("d2", ["Drei & <b>"])])
     segs = prep_text.parse_sgml(text)
@@ -208,6 +209,7 @@ def test_parse_and_align_sgml(tmp_path):
         prep_text.sgml_pairs(src, bad)
 
 
+@pytest.mark.unit
 def test_text_helpers():
     assert prep_text.clean_line("\ufeff a\r b\u2028c\x0b  d ") == "a b c d"
     assert prep_text.iwslt_train_pair("<url>x</url>", "<url>y</url>") is None
@@ -226,6 +228,7 @@ def test_text_helpers():
     assert not prep_text.keep_pair("a" * 1001, "x", 1, 250, 0)
 
 
+@pytest.mark.unit
 def test_official_names_match_sacrebleu():
     """URLs, md5 sums and SGML member paths of the WMT dev/test sets agree
     with sacreBLEU's dataset table."""

@@ -68,6 +68,7 @@ def _write_task_files(directory):
 # features: pooling, padding, batching
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_pool_encoder_out_by_hand():
     # B=2, T=3, C=2; row 0 left-padded (one pad), row 1 right-padded (one pad)
     x = torch.tensor([[[9.0, 9.0], [1.0, 2.0], [3.0, 4.0]],
@@ -82,6 +83,7 @@ def test_pool_encoder_out_by_hand():
         probing.pool_encoder_out({"encoder_out": [x.transpose(0, 1)]}, tokens, 1, ("gret",))
 
 
+@pytest.mark.unit
 def test_length_batches():
     lengths = [5, 1, 9, 3, 3, 7, 2]
     batches = probing.length_batches(lengths, max_tokens=12, max_sentences=3)
@@ -90,6 +92,7 @@ def test_length_batches():
         assert len(b) <= 3 and (len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 12)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch,flags", [
     ("transformer", TINY_MODEL_FLAGS), ("transformer_gret_tiny", ()), ("transformer_dc_tiny", ()),
     ("transformer_ctxsan_tiny", ()), ("transformer_ctxenc_tiny", ()),
@@ -122,6 +125,7 @@ def test_features_ignore_padding(arch, flags, left_pad):
 # probing: data checks and the command
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_read_probing_file_and_errors(tmp_path):
     good = tmp_path / "good.txt"
     good.write_text("tr\tB\tx y\ntr\tA\tz\n\nva\tA\tq\nte\tB\tmore\tfields\tlast one\n")
@@ -198,6 +202,7 @@ def test_probing_errors(trained, tmp_path):
 # bag-of-words prediction
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_topk_precision_by_hand():
     # vocabulary of 8, ids 0 and 1 special (never predicted, never targets)
     logits = torch.tensor([[9.0, 9, 5, 4, 3, 2, 1, 0],   # ranking 2,3,4,5,6,7
@@ -242,6 +247,7 @@ def test_bow_prediction_needs_global_state(trained, tmp_path):
     assert list(summary["checkpoints"][0]["results"]) == ["last", "average"]
 
 
+@pytest.mark.unit
 def test_bow_evaluate_matches_the_hand_checked_precision():
     """evaluate() is what main() reports: batch by batch (2 sentences a batch
     here, so the empty bag sits in a batch of its own kind), the mean over the
@@ -277,6 +283,7 @@ def test_bow_bags_are_the_target_words(trained):
     assert all(min(b.tolist()) >= d.nspecial for b in feats.bags)
 
 
+@pytest.mark.unit
 def test_probing_never_fits_or_selects_on_te():
     """te holds va's features with the labels swapped: a probe fitted on tr
     and selected on va then scores exactly 1 - va accuracy on te, whatever

@@ -4,9 +4,13 @@ fairseq's; status lines printed while a bar is shown stay whole."""
 import io
 import sys
 
+import pytest
+
 from fairseq_ctx import progress
 from fairseq_ctx_prep.files import progress_bar
 from fairseq_ctx_prep.text import map_file
+
+pytestmark = pytest.mark.unit
 
 
 class FakeTerminal(io.StringIO):

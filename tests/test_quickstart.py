@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 import sacrebleu
 
 from tests.utils import REPO, make_parallel_data, preprocess
@@ -27,6 +28,7 @@ def _quickstart(data, out, *archs, updates="5"):
         cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.unit
 def test_too_few_updates_is_one_line():
     assert quickstart.too_few_updates(quickstart.MIN_UPDATES) is None
     assert quickstart.too_few_updates(quickstart.UPDATES) is None
@@ -35,12 +37,14 @@ def test_too_few_updates_is_one_line():
                     "descent, so their BLEU means nothing (default: 840)")
 
 
+@pytest.mark.unit
 def test_the_estimate_is_speed_times_updates():
     assert quickstart.estimate("ctxenc", 1.3, 840) == ("ctxenc: 1.30 s per update here, so its 840 updates take "
                                                        "about 18.2 minutes")
     assert quickstart.minutes(7200) == "2.0 hours"
 
 
+@pytest.mark.unit
 def test_the_plan_fits_the_share_and_decays_to_zero_at_its_last_update():
     log = "\n".join(f"| train_inner | epoch 001:  {u} / 274 loss=9, num_updates={u}, lr=1e-4, train_wall={w}, wall=9"
                     for u, w in ((10, 14), (20, 25), (30, 37)))
@@ -57,6 +61,7 @@ def test_the_plan_fits_the_share_and_decays_to_zero_at_its_last_update():
     assert flags[flags.index("--end-learning-rate") + 1] == "0" and flags[flags.index("--power") + 1] == "1"
 
 
+@pytest.mark.unit
 def test_readme_translates_as_the_quickstart():
     """The README's translate line is the command the quickstart runs: the
     same checkpoint file name and decoding flags."""

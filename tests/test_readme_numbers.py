@@ -61,6 +61,8 @@ import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 BENCHMARKS = "benchmarks"
@@ -274,6 +276,7 @@ def test_every_measured_readme_number_is_in_a_benchmark_file():
 # the matcher and the extraction themselves
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_rounding_aware_matching():
     values = source_values('{"bleu": 28.7512, "cpu_min": 149.08, "params": 7874560, "gain": 0.0898}')
     assert matches("28.75", values) and matches("28.8", values) and matches("29", values)
@@ -286,6 +289,7 @@ def test_rounding_aware_matching():
     assert not matches("31", set())
 
 
+@pytest.mark.unit
 def test_record_numbers_read_as_written():
     values = source_values("lr 2e-3, 1,174 of 29,746 pairs, loss -0.5, took 31.0 s, 1.5E+2; v1.2 fp16")
     assert {Decimal("0.002"), Decimal(1174), Decimal(29746), Decimal("-0.5"), Decimal("31.0"),
@@ -293,11 +297,13 @@ def test_record_numbers_read_as_written():
     assert Decimal(16) not in values and Decimal("1.2") not in values
 
 
+@pytest.mark.unit
 def test_units_and_separators_in_readme_numbers():
     text = prose("cost 1.4x the CPU time, 4.9 MB, 31 s, 8.98% better, 7,874,560 parameters, 2,000 updates\n")
     assert [w for _, w, _, _ in numbers_in_prose(text)] == ["1.4x", "4.9", "31", "8.98%", "7,874,560", "2,000"]
 
 
+@pytest.mark.unit
 def test_what_is_not_a_number_is_blanked():
     text = prose(
         "Python 3.11; torch 2.13.0 and torch >= 2.6; fairseq 0.12.3.1 (not 0.12.2); sacreBLEU 2\n"
@@ -317,6 +323,7 @@ def _lists(monkeypatch, records=(), not_measurements=(), awaiting=()):
     monkeypatch.setattr(module, "AWAITING_MEASUREMENT", list(awaiting))
 
 
+@pytest.mark.unit
 def test_a_number_missing_from_its_record_fails_with_its_line(monkeypatch):
     _lists(monkeypatch, records=[(r"scored 28\.75 BLEU in 149\.1 CPU min", "benchmarks/a.json"),
                                  (r"0\.8 s an update", "benchmarks/a.json")],
@@ -336,6 +343,7 @@ def test_a_number_missing_from_its_record_fails_with_its_line(monkeypatch):
         "(a number that rounds to it is in 1 of them)"]
 
 
+@pytest.mark.unit
 def test_stale_or_doubled_entries_and_foreign_records_are_problems(monkeypatch):
     _lists(monkeypatch, records=[(r"13\.1 BLEU", "docs/benchmarks.md")],
            not_measurements=[(r"default 840", "setting"), (r"13\.1", "doubled")],

@@ -15,6 +15,8 @@ from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.readout import Readout, reading, readout_modules
 from tests.utils import padded_batch, tiny_model
 
+pytestmark = pytest.mark.unit
+
 torch.set_num_threads(1)
 
 NAMES = [v.name for v in VARIANTS]

@@ -10,6 +10,8 @@ import pytest
 
 from tests.utils import REPO
 
+pytestmark = pytest.mark.integration
+
 REGISTERED = """
 import argparse, torch
 from fairseq.models import ARCH_MODEL_REGISTRY

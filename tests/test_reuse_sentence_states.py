@@ -4,6 +4,7 @@ as a context, whichever comes first (fairseq_ctx/modules/ctxenc_state_cache.py).
 Same outputs as the ordinary path, less encoder work."""
 import math
 
+import pytest
 import torch
 from fairseq.data.data_utils import collate_tokens
 
@@ -53,6 +54,7 @@ def _encode_in_rounds(model, docs, cache):
     return outs
 
 
+@pytest.mark.unit
 def test_reused_states_give_the_same_encoder_output():
     model = tiny_model("ctxenc")
     docs = _documents(model.encoder.dictionary)
@@ -68,6 +70,7 @@ def test_reused_states_give_the_same_encoder_output():
     assert cache.hits == 5 and cache.misses == 9 and len(cache) == 7
 
 
+@pytest.mark.unit
 def test_a_context_never_seen_is_encoded_as_usual():
     model = tiny_model("ctxenc")
     d = model.encoder.dictionary
@@ -83,6 +86,7 @@ def test_a_context_never_seen_is_encoded_as_usual():
     assert cache.hits == 0 and cache.misses == 2 and len(cache) == 2  # the source and the context, both new
 
 
+@pytest.mark.unit
 def test_the_cache_is_not_used_with_autograd_and_is_cleared_when_weights_may_change():
     model = tiny_model("ctxenc")
     d = model.encoder.dictionary
@@ -103,6 +107,7 @@ def test_the_cache_is_not_used_with_autograd_and_is_cleared_when_weights_may_cha
     assert len(cache) == 0
 
 
+@pytest.mark.unit
 def test_cache_keeps_the_most_recently_used_sentences():
     cache = SharedStateCache(max_sentences=2)
     for i, key in enumerate([b"a", b"b", b"c"]):

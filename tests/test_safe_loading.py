@@ -36,6 +36,7 @@ def data_bin(tmp_path_factory):
     return preprocess(make_parallel_data(root / "raw", num_train=64), root / "bin")
 
 
+@pytest.mark.unit
 def test_smuggled_callable_is_refused_in_process(tmp_path):
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.pt"

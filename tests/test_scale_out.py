@@ -35,6 +35,8 @@ from tests import cli_process
 from tests.utils import (REPO, TINY_MODEL_FLAGS, USER_DIR, interactive_in_process, make_parallel_data, preprocess,
                          validate)
 
+pytestmark = pytest.mark.integration
+
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 # Variants of fairseq_ctx/architectures.py, by name. The document task (its

@@ -42,6 +42,7 @@ ON_CPU = {"torch": "cpu_fused", "cudnn-last": "cpu_fused", "no-cudnn": "cpu_fuse
           "efficient": "math", "cudnn": "math", "math": "math"}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("policy", list(fused_attention.POLICIES))
 def test_each_policy_sets_the_switches_and_runs_its_kernel(policy, saved_state):
     fused_attention.apply_policy(policy)
@@ -72,6 +73,7 @@ def test_each_policy_sets_the_switches_and_runs_its_kernel(policy, saved_state):
     assert float((out.detach() - reference).abs().max()) < 1e-5
 
 
+@pytest.mark.unit
 def test_restore_puts_back_what_was_there(saved_state):
     for policy in fused_attention.POLICIES:
         fused_attention.apply_policy(policy)

@@ -19,6 +19,7 @@ from fairseq_ctx.study.runs import SMOKE, STUDY
 from tests.utils import REPO, preprocess
 
 
+@pytest.mark.unit
 def test_gender_and_flip():
     assert gender("And he said to his servant") == "masculine"
     assert gender("She gave her maid to him") is None  # both genders
@@ -37,6 +38,7 @@ DOC_EN = ["Sarah lived in Gerar, and she was old.", "She said to her servant, go
           "Abraham went up, and he prayed.", "He took his knife.", "The men were silent."]
 
 
+@pytest.mark.unit
 def test_mine_which_items_qualify():
     docids = ["d1"] * 3 + ["d2"] * 3
     items = mine(DOC_ES, DOC_EN, docids, "test")
@@ -49,6 +51,7 @@ def test_mine_which_items_qualify():
     assert items[1]["src_prev"] == "Abraham subió al monte."
 
 
+@pytest.mark.unit
 def test_build_is_deterministic(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -72,6 +75,7 @@ def test_build_is_deterministic(tmp_path):
     assert dst[2].endswith("_eos She took her knife.") and dst[3].endswith("_eos He took his knife.")
 
 
+@pytest.mark.unit
 def test_budget_and_schedule():
     """Every run stops at its budget; the learning rate warms up, then decays
     linearly to zero at exactly the budget (fairseq's polynomial_decay with
@@ -133,6 +137,7 @@ def _end(epoch):
     return f"x | INFO | fairseq_cli.train | end of epoch {epoch} (average epoch stats below)\n"
 
 
+@pytest.mark.unit
 def test_history_counts_finished_epochs_only(tmp_path):
     """Interval checkpoints validate mid-epoch: an epoch counts once fairseq
     logged its end, with its last validation; an invocation resumed from a
@@ -157,6 +162,7 @@ def test_history_counts_finished_epochs_only(tmp_path):
     assert [h["train_seconds"] for h in got] == [60.0, 60.0, 160.0]
 
 
+@pytest.mark.unit
 def test_gret_is_paired_with_its_control_only_and_every_other_run_with_both_baselines():
     """GRET trains on top of a finished baseline: it is tested against the
     baseline continued the same way, never against the 4,000-update
@@ -199,6 +205,7 @@ def test_gret_is_paired_with_its_control_only_and_every_other_run_with_both_base
     assert again[0]["vs"] == earlier["transformer_dc"]["vs"] and again[1]["vs"] == {}
 
 
+@pytest.mark.unit
 def test_family_summary_and_deltas_on_made_up_records():
     """Per family (the name without -seedN): mean and sample sd over seeds,
     computed by hand; wins and significant wins per baseline."""
@@ -267,6 +274,7 @@ def _interval_saves(run_dir, epoch_len: int, budget: int = 4000, every: int = 20
     return dict(interval), dict((u, e) for e, u in epochs)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("epoch_len", [274, 468, 200])
 def test_the_average_is_the_same_window_of_updates_for_every_run(tmp_path, epoch_len):
     """Exactly the checkpoints at budget - k * budget/20, k = 4..0, whatever
@@ -293,6 +301,7 @@ def test_the_average_is_the_same_window_of_updates_for_every_run(tmp_path, epoch
         final_checkpoints(str(tmp_path), run, STUDY)
 
 
+@pytest.mark.unit
 def test_a_finished_run_of_another_budget_is_refused(tmp_path):
     """train.done records the budget; a changed budget never reuses it."""
     from fairseq_ctx.study.runs import by_name
@@ -311,6 +320,7 @@ def test_a_finished_run_of_another_budget_is_refused(tmp_path):
     assert is_trained(str(tmp_path), run, STUDY)
 
 
+@pytest.mark.unit
 def test_on_a_gpu_the_recipe_uses_the_foreach_adam():
     """The same recipe, with fairseq's Adam as foreach kernels on CUDA
     (equal numbers, tests/test_foreach_optim.py) and fairseq's own on CPU."""
@@ -330,6 +340,7 @@ def test_on_a_gpu_the_recipe_uses_the_foreach_adam():
     assert want == gpu
 
 
+@pytest.mark.unit
 def test_concatenation_at_the_baselines_sentence_pairs(tmp_path):
     """concat-equal-data's budget is the study's scaled by concatenation's
     epoch length over the baseline's (a multiple of budget/20 so that the
@@ -352,6 +363,7 @@ def test_concatenation_at_the_baselines_sentence_pairs(tmp_path):
     assert settings_of(by_name(["concat"])[0], STUDY, str(tmp_path)).budget == 4000
 
 
+@pytest.mark.unit
 def test_record_status(tmp_path):
     """A run is 'not started' without a finished epoch, 'training' with one."""
     from types import SimpleNamespace
@@ -582,6 +594,7 @@ def test_a_deadline_stops_training_and_starts_nothing_after_it(tmp_path):
     assert not (tmp_path / run.name / "logs").exists() or not any((tmp_path / run.name / "logs").iterdir())
 
 
+@pytest.mark.unit
 def test_cuda_asked_and_not_visible_fails_in_one_line(tmp_path, capsys, monkeypatch):
     """--device cuda never trains silently on the CPU."""
     import torch
@@ -599,6 +612,7 @@ def test_cuda_asked_and_not_visible_fails_in_one_line(tmp_path, capsys, monkeypa
     assert str(e.value).startswith("fairseq_ctx: error: --device cuda: no CUDA device is visible")
 
 
+@pytest.mark.unit
 def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):
     from fairseq_ctx.study.runs import by_name
     from fairseq_ctx.study.train import train, train_command
@@ -620,6 +634,7 @@ def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):
     assert "--gret-warm-start" not in cmd
 
 
+@pytest.mark.unit
 def test_a_run_locked_by_another_process_is_skipped(tmp_path):
     import fcntl
 
@@ -637,6 +652,7 @@ def test_a_run_locked_by_another_process_is_skipped(tmp_path):
     held.close()
 
 
+@pytest.mark.unit
 def test_pilot_chooses_the_shortest_budget_whose_double_gains_under_one_percent(tmp_path):
     from fairseq_ctx.study.train import pilot_choice
 
@@ -657,6 +673,7 @@ def test_pilot_chooses_the_shortest_budget_whose_double_gains_under_one_percent(
     assert pilot_choice(str(tmp_path))[0] is None
 
 
+@pytest.mark.unit
 def test_a_run_at_a_budget_of_its_own():
     from fairseq_ctx.study.runs import by_name
     from fairseq_ctx.study.train import settings_of
@@ -668,6 +685,7 @@ def test_a_run_at_a_budget_of_its_own():
         by_name(["nope@1000"])
 
 
+@pytest.mark.unit
 def test_the_capacity_matched_baseline_trains_wider_and_decodes_like_the_baseline(tmp_path):
     from fairseq_ctx.study.runs import WIDE, by_name
     from fairseq_ctx.study.train import train_command
@@ -679,6 +697,7 @@ def test_the_capacity_matched_baseline_trains_wider_and_decodes_like_the_baselin
     assert wide.seed == 2 and "--encoder-ffn-embed-dim" not in wide.task_flags  # generate takes no model flags
 
 
+@pytest.mark.unit
 def test_the_study_errors_carry_the_one_prefix(tmp_path, capsys):
     from fairseq_ctx.study.__main__ import main
     from fairseq_ctx_prep.files import ERROR_PREFIX

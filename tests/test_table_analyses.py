@@ -18,6 +18,8 @@ from fairseq_ctx.tables.running import RowState
 
 from .utils import REPO, make_parallel_data, preprocess, train_in_process
 
+pytestmark = pytest.mark.integration
+
 MODELS = {  # row label -> variant of fairseq_ctx/architectures.py, trained at TINY_FLAGS
     "ctxsan": "ctxsan_both",  # both sides: the gates hook reports encoder and decoder
     "dc": "dc",

@@ -37,6 +37,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.unit
 def test_comments_blank_lines_and_values(tmp_path):
     f = write(tmp_path / "a.args", "# header\n\n  --arch transformer\n--share-all-embeddings\n"
                                    "   # indented comment\n--adam-betas (0.9,0.98)\n-s en\n--lr=5e-4\n")
@@ -47,6 +48,7 @@ def test_comments_blank_lines_and_values(tmp_path):
     assert flag_value(lines, "--lr") == "5e-4" and flag_value(lines, "--share-all-embeddings") is True
 
 
+@pytest.mark.unit
 def test_includes_are_relative_nested_and_in_place(tmp_path):
     write(tmp_path / "recipes" / "base.args", "--lr 7e-4\n@include common.args\n--dropout 0.1\n")
     write(tmp_path / "recipes" / "common.args", "--optimizer adam\n")
@@ -57,6 +59,7 @@ def test_includes_are_relative_nested_and_in_place(tmp_path):
     assert origins[1].endswith(os.path.join("recipes", "common.args") + ":1")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text, message", [
     ("--arch transformer\ntransformer\n", r"x\.args:2: expected a flag"),
     ("--adam-betas (0.9, 0.98)\n", r"x\.args:1: one flag and at most one value per line"),
@@ -71,6 +74,7 @@ def test_errors_name_file_and_line(tmp_path, text, message):
         read_args(f)
 
 
+@pytest.mark.unit
 def test_include_cycle_and_missing_file(tmp_path):
     write(tmp_path / "a.args", "@include b.args\n")
     write(tmp_path / "b.args", "--lr 1\n@include a.args\n")
@@ -125,6 +129,7 @@ def parse_with_fairseq(tokens, generate=False):
         raise AssertionError(err.getvalue().strip().splitlines()[-1]) from None
 
 
+@pytest.mark.unit
 def test_the_configs_directory_has_every_table_row():
     assert len(ALL_CONFIGS) > 90
     for table in all_tables():
@@ -138,6 +143,7 @@ def test_the_configs_directory_has_every_table_row():
         assert all(ds.langs(CONFIGS))
 
 
+@pytest.mark.unit
 def test_every_config_parses_and_fairseq_accepts_its_flags():
     import fairseq_ctx  # noqa: F401
 
@@ -159,6 +165,7 @@ def test_every_config_parses_and_fairseq_accepts_its_flags():
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.unit
 def test_the_parser_check_rejects_an_unknown_flag():
     with pytest.raises(AssertionError, match="unrecognized arguments: --ctxsan-contex"):
         parse_with_fairseq(["--arch", "transformer_ctxsan", "--ctxsan-contex", "global"])
@@ -166,6 +173,7 @@ def test_the_parser_check_rejects_an_unknown_flag():
         parse_with_fairseq(["--arch", "transformer", "--dc-kernel-size", "3"])  # DC flag on a plain transformer
 
 
+@pytest.mark.unit
 def test_gpu_assumption_is_in_every_training_row():
     """Papers that give a GPU count or follow Vaswani et al.'s 8 GPUs (ctxsan,
     Voita) are emulated with --update-freq 8; DC and GRET give their batch
@@ -287,6 +295,7 @@ def test_gpus_and_full_mode_command_lines():
     assert effective(gen[4:])["--tokenizer"] == "moses" and effective(gen[4:])["--target-lang"] == "de"
 
 
+@pytest.mark.unit
 def test_dry_run_of_every_table_prints_every_command(capsys, tmp_path):
     from fairseq_ctx.tables.__main__ import main
 
@@ -337,6 +346,7 @@ def tiny_bible(tmp_path_factory):
     return root
 
 
+@pytest.mark.unit
 def test_score_generation_computes_the_papers_tokenized_bleu(tmp_path):
     """multi-bleu (DC's IWSLT Es/Fr/Ro): Moses-tokenized, hyphens kept;
     compound-split (ctxsan's En-De): hyphens split as ##AT##-##AT##."""
@@ -437,6 +447,7 @@ def test_gret_table4_smoke_end_to_end_and_resume(tiny_bible, tmp_path, monkeypat
     assert "Transformer-Big: not in --rows; its earlier score is used" in again
 
 
+@pytest.mark.unit
 def test_missing_data_stops_before_any_work(tmp_path, capsys):
     from fairseq_ctx.tables.__main__ import main
 
@@ -514,6 +525,7 @@ def test_length_buckets_hook_counts_binarized_subwords(tmp_path):
     assert "6 groups closed on the left" in summary and (tmp_path / "out" / "length_buckets.png").is_file()
 
 
+@pytest.mark.unit
 def test_dictionary_sizes_and_the_ctxsan_parameter_note(tmp_path):
     """ctxsan's 88.0M implies a 28.6k vocabulary: every ctxsan table says so, and
     every table prints the dictionary sizes of its data beside our counts."""

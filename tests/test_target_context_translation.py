@@ -85,6 +85,7 @@ def write(path, lines):
 # the pieces: prefix layout, rounds
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_prefix_layout_and_rounds():
     """The forced prefix is the glued training target without the current
     sentence, cut from the left (never leaving <sep> first); rounds are

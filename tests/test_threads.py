@@ -4,6 +4,8 @@ and OMP_NUM_THREADS, where set, is obeyed as it is."""
 import subprocess
 import sys
 
+import pytest
+
 from fairseq_ctx import cli
 from tests.utils import REPO
 
@@ -15,6 +17,7 @@ def _idle(monkeypatch, before, after, allowed):
     return cli.idle_cores(sample_seconds=0)
 
 
+@pytest.mark.unit
 def test_idle_cores_leaves_the_busy_ones(monkeypatch):
     # (busy, total) jiffies per CPU; over the sample CPU 0 ran another process
     # 95% of the time, CPU 1 5%
@@ -30,6 +33,7 @@ def test_idle_cores_leaves_the_busy_ones(monkeypatch):
     assert _idle(monkeypatch, {**before, 2: (0, 2000)}, {**after, 2: (1, 2100)}, {1, 2}) == 2
 
 
+@pytest.mark.unit
 def test_cpu_times_reads_every_cpu():
     times = cli._cpu_times()
     with open("/proc/stat") as f:

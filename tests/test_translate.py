@@ -169,6 +169,7 @@ def test_hub_is_stateless_and_keeps_every_input(corpus, checkpoints):
 # fairseq-ctx-translate
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_documents_of():
     lines = ["a", "b", "", "c", "", "", "d", "e"]
     assert documents_of(lines) == ([0, 1, 3, 6, 7], [0, 0, 1, 3, 3])

@@ -50,6 +50,7 @@ def _warnings_of(fn):
     return [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in caught]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch,flags", list(ARCHS.values()), ids=list(ARCHS))
 def test_no_mask_type_warning_in_training_and_full_forward(arch, flags):
     model = build_model(arch, flags)
@@ -66,6 +67,7 @@ def test_no_mask_type_warning_in_training_and_full_forward(arch, flags):
     assert not [w for w in caught if MASK_WARNING in w], caught
 
 
+@pytest.mark.unit
 def test_bool_future_mask_same_outputs_as_fairseq_float_mask():
     model = build_model("transformer_gret_tiny", ["--dropout", "0"])
     model.eval()
@@ -81,6 +83,7 @@ def test_bool_future_mask_same_outputs_as_fairseq_float_mask():
     assert torch.equal(ours, theirs)
 
 
+@pytest.mark.unit
 def test_bool_future_mask_keeps_fairseq_float_mask_for_cross_self_attention():
     model = build_model("transformer_ctxenc_tiny", ["--cross-self-attention"])
     assert isinstance(model.decoder, BoolFutureMask)
@@ -97,6 +100,7 @@ def test_bool_future_mask_keeps_fairseq_float_mask_for_cross_self_attention():
     assert mask.dtype == torch.float32 and torch.isinf(mask[0, 1]) and mask[1, 0] == 0
 
 
+@pytest.mark.unit
 def test_quiet_filters_are_narrow_and_can_be_turned_off(monkeypatch):
     with warnings.catch_warnings():
         warnings.resetwarnings()
