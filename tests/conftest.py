@@ -21,8 +21,8 @@ collect_ignore = ["fixtures/fifth_architecture"]
 TIERS = {
     "unit": "in-process checks of equations, the architecture contract and the code's logic at tiny size: no "
             "training, no fairseq command, no process of their own; together under 2 minutes of one CPU core",
-    "slow": "in-process like unit, but at Base size or on long inputs (parameter counts of the paper sizes, "
-            "half precision at 250 tokens, fused-kernel layouts): minutes",
+    "slow": "in-process like unit, but seconds to minutes each: models at the papers' sizes (parameter counts, "
+            "half precision at 250 tokens, fused-kernel layouts), every recipe and config, spaCy's tagger",
     "integration": "trains, runs fairseq's commands (in this process or their own), the plugin's scripts and "
                    "tools, or other processes",
 }
