@@ -16,6 +16,7 @@ from fairseq_ctx.evaluation.synthetic_context_task import MARKED, QUESTION
 
 
 # ----------------------------------------------------------- thresholds
+@pytest.mark.unit
 def test_the_threshold_is_mean_plus_k_deviations_with_a_floor():
     scores = [np.array([0.0, 0.1, 2.0]), np.array([0.1, 0.0])]
     pos, cuts = sensitive_positions(scores, std=1.0)
@@ -64,6 +65,7 @@ class _ToyModel(torch.nn.Module):
         return torch.log_softmax(net_output[0], dim=-1)
 
 
+@pytest.mark.unit
 def test_gradient_x_input_matches_a_hand_computation(doc_task):
     """One context token, one source token: a_i = x_i . W^T (df/dlogits)
     with f = log p(y) - log p(c) at the position (df/dlogits = e_y - e_c,
@@ -192,7 +194,6 @@ def _second_sentences(task):
     return [it for it in items if int(it.source[0]) == q and it.context]
 
 
-@pytest.mark.slow
 def test_a_context_model_relies_on_the_marked_word(synthetic_corpus, tmp_path):
     """ctxenc trained on the synthetic task (400 updates: it gets every
     colour right with the context): the colours are its sensitive tokens,
@@ -282,6 +283,7 @@ def test_attribution_refuses_an_ensemble_in_one_line(doc_corpus, trained_checkpo
               "--bootstrap", "10", "--attribution", str(tmp_path / "a.json")])
 
 
+@pytest.mark.unit
 def test_the_share_of_attribution_on_cue_words_against_uniform():
     """cue_share: per sensitive token, the positive context attribution on
     cue tokens over all of it, averaged; beside it the cues' share of the

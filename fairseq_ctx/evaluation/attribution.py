@@ -245,10 +245,10 @@ class ContextAttributor:
                 a_ctx, a_none = lp_ctx.argmax(-1), lp_none.argmax(-1)
                 res = {"pcxmi": gain / LN2, "kl": kl / LN2, "changed": a_ctx.ne(a_none),
                        "none_argmax": a_none, "ctx_argmax": a_ctx}
-                res = {k: v.cpu() for k, v in res.items()}
+                res = {k: v.cpu().numpy() for k, v in res.items()}   # B x N each
                 for b, i in enumerate(r_ctx.tolist()):
                     n = len(part[i].target)
-                    out[chunk[i]] = {k: v[b, :n].numpy() for k, v in res.items()}
+                    out[chunk[i]] = {k: v[b, :n] for k, v in res.items()}
         return out
 
     # ------------------------------------------------------------ 2. attribution
