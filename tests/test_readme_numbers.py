@@ -114,8 +114,6 @@ AWAITING_MEASUREMENT = [
                   "to 840 updates is recorded"),
     (r"\(31 s for the context", "the translate line's time on the context encoder: stated in "
                                 "docs/benchmarks.md, its output not committed"),
-    (r"1\.4x the CPU time", "glibc against jemalloc (an epoch of 10 against 7.2 CPU minutes, once "
-                            "in docs/study.md): no record committed"),
 ]
 
 _NOT_NUMBERS = [
