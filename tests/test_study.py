@@ -484,7 +484,7 @@ def test_study_smoke_interrupt_resume(tmp_path):
         assert (results.parent / rec["usage_report"]).read_text() == \
             (out / rec["name"] / "eval" / "usage.json").read_text()
         test = rec["usage"]["context_test"]
-        assert sorted(test) == ["none", "shuffled", "true"]
+        assert sorted(test) == ["none", "random", "shuffled", "true"]   # fairseq_ctx.evaluation.conditions
         for cond, r in test.items():
             assert r["accuracy"] == round(usage["contrastive"][cond]["accuracy"], 4)
             assert {c: b["groups"] for c, b in r["by_class"].items()} == {"feminine": 1, "masculine": 1}
