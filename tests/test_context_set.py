@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from fairseq_ctx.study.context_set import Lexicon, build, drop_chapters, mine, spanish_cues
+from fairseq_ctx.study.context_set import Lexicon, build, drop_chapters, mine, spanish_cue_spans, spanish_cues
 from tests.utils import REPO
 
 # (Spanish, English) verse pairs of one chapter; the comment says what the
@@ -42,6 +42,21 @@ def test_spanish_check():
     assert spanish_cues("Y tomóla.", lex)["feminine"] == ["clitic"]
     assert spanish_cues("Y había sanado.", lex)["masculine"] == []  # the invariant perfect participle
     assert spanish_cues("Y dijo á su siervo: Ve.", lex) == {"masculine": ["noun"], "feminine": []}
+
+
+@pytest.mark.unit
+def test_where_the_check_finds_its_cues():
+    """spanish_cue_spans: the words behind spanish_cues' reasons, by character
+    span (what attribution's cue share marks in a context sentence)."""
+    lex = lexicon()
+    line = "Y dijo Jehová á la mujer."
+    spans = spanish_cue_spans(line, lex)
+    assert [(line[a:b], why) for (a, b), why in spans["masculine"]] == [("Jehová", "noun"), ("Jehová", "name")]
+    assert [(line[a:b], why) for (a, b), why in spans["feminine"]] == [("mujer", "noun")]
+    line = "Y ella lo vió. Y tomóla."
+    spans = spanish_cue_spans(line, lex)
+    assert [line[a:b] for (a, b), _ in spans["feminine"]] == ["ella", "tomóla"]
+    assert [line[a:b] for (a, b), _ in spans["masculine"]] == ["lo"]
 
 
 @pytest.mark.unit

@@ -244,10 +244,15 @@ def _plain(word: str) -> str:
 
 def _tokens(line: str) -> List[Tuple[str, bool]]:
     """(word, starts a sentence) for each word of a Spanish line."""
+    return [(word, initial) for word, initial, _ in _spans(line)]
+
+
+def _spans(line: str) -> List[Tuple[str, bool, Tuple[int, int]]]:
+    """(word, starts a sentence, its character span) for each word of a Spanish line."""
     out = []
     for m in _TOKEN_RE.finditer(line):
         before = line[:m.start()].rstrip()
-        out.append((m.group(), not before or before[-1] in _SENTENCE_START))
+        out.append((m.group(), not before or before[-1] in _SENTENCE_START, m.span()))
     return out
 
 
@@ -281,18 +286,31 @@ def spanish_cues(line: str, lex: Lexicon) -> Dict[str, List[str]]:
     """The current-verse check's findings in the Spanish ``line``: for each
     gender, the reasons (sorted, see the module docstring) why the line may
     mark a referent of that gender; a name counts for both."""
-    toks = _tokens(line)
-    low = [t.lower() for t, _ in toks]
-    found = {c: set() for c in CLASSES}
-    for k, ((tok, initial), w) in enumerate(zip(toks, low)):
+    return {c: sorted({reason for _, reason in found}) for c, found in spanish_cue_spans(line, lex).items()}
+
+
+def spanish_cue_spans(line: str, lex: Lexicon) -> Dict[str, List[Tuple[Tuple[int, int], str]]]:
+    """Where :func:`spanish_cues` finds them: for each gender, the character
+    span of every word of ``line`` that may mark a referent of that gender,
+    with its reason, in the order of the line (a clitic attached to a verb
+    marks the whole word)."""
+    toks = _spans(line)
+    low = [t.lower() for t, _, _ in toks]
+    found = {c: [] for c in CLASSES}
+
+    def add(cls, span, reason):
+        if (span, reason) not in found[cls]:
+            found[cls].append((span, reason))
+
+    for k, ((tok, initial, span), w) in enumerate(zip(toks, low)):
         nxt = low[k + 1] if k + 1 < len(low) else ""
         prev = low[k - 1] if k else ""
         if w in SPANISH_PRONOUNS:
-            found[SPANISH_PRONOUNS[w]].add("pronoun")
+            add(SPANISH_PRONOUNS[w], span, "pronoun")
         if w in ("cual", "cuales") and prev in _RELATIVE_ARTICLES:
-            found[_RELATIVE_ARTICLES[prev]].add("pronoun")
+            add(_RELATIVE_ARTICLES[prev], span, "pronoun")
         if w in CLITICS and _plain(nxt) in lex.verbs and nxt not in AGREES_WITH_NOUN:
-            found[CLITICS[w]].add("clitic")
+            add(CLITICS[w], span, "clitic")
         for clitic in CLITICS:
             if w.endswith(clitic) and len(w) > len(clitic) + 1:
                 stem = w[:-len(clitic)]
@@ -301,17 +319,17 @@ def spanish_cues(line: str, lex: Lexicon) -> Dict[str, List[str]]:
                         stem = stem[:-len(other)]
                         break
                 if lex.is_verb(stem) and w not in AGREES_WITH_NOUN:
-                    found[CLITICS[clitic]].add("clitic")
+                    add(CLITICS[clitic], span, "clitic")
                 break
         if w in SPANISH_NOUNS:
-            found[SPANISH_NOUNS[w]].add("noun")
+            add(SPANISH_NOUNS[w], span, "noun")
         if (tok[0].isupper() and not initial) or w in lex.names:
             for c in ((SPANISH_NAMES[w],) if w in SPANISH_NAMES else CLASSES):
-                found[c].add("name")
+                add(c, span, "name")
         if w.startswith(SEMANTIC_PREFIXES["feminine"]):
-            found["feminine"].add("semantic")
+            add("feminine", span, "semantic")
         if w.startswith(SEMANTIC_PREFIXES["masculine"]):
-            found["masculine"].add("semantic")
+            add("masculine", span, "semantic")
         m = re.fullmatch(r"(.+)([oa])(s?)", w)
         if m and w not in AGREES_WITH_NOUN and w not in CLITICS:
             cls = M if m.group(2) == "o" else F
@@ -321,8 +339,8 @@ def spanish_cues(line: str, lex: Lexicon) -> Dict[str, List[str]]:
             predicative = prev in COPULAS and other in lex.vocabulary and _plain(w) not in lex.verbs
             adjective = m.group(1) + "o" in ADJECTIVES or (m.group(1) in ADJECTIVES and cls == M)
             if (participle and not perfect) or predicative or adjective:
-                found[cls].add("agreement")
-    return {c: sorted(found[c]) for c in CLASSES}
+                add(cls, span, "agreement")
+    return found
 
 
 def english_gender(line: str) -> Optional[str]:
