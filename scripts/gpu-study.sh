@@ -16,7 +16,8 @@
 #
 # The study needs data/bible/study (built here by the first study command:
 # carry it), data/bible/bin/dict.es.txt, data/bible/spm/{spm.model,test.es}
-# and data/bible/raw/test.en.
+# and data/bible/raw (test.en the reference; every split's Spanish for the
+# lexicon of the context models' gender-cue share).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 die() { echo "fairseq_ctx: error: $*" >&2; exit 2; }

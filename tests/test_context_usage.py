@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from fairseq_ctx.evaluation.cxmi import LN2, bootstrap_interval, cxmi, top_pcxmi
+from tests.utils import write_voita_set
 
 
 @pytest.mark.unit
@@ -271,24 +272,6 @@ def test_the_summary_and_the_scores_right_translates_wrong_matrix():
 GEN_FLAGS = ["--beam", "2", "--max-len-b", "12"]
 
 
-def _write_set(tmp_path, name, rows):
-    """A Voita-format set: rows of (source context, source, target context,
-    candidates, true index)."""
-    import json
-
-    s_lines, d_lines, entries = [], [], []
-    for s_ctx, s, t_ctx, cands, true_ind in rows:
-        for c in cands:
-            s_lines.append(f"{s_ctx} _eos {s}")
-            d_lines.append(f"{t_ctx} _eos {c}")
-        entries.append({"dst": cands, "true_ind": true_ind})
-    (tmp_path / f"{name}.src").write_text("\n".join(s_lines) + "\n")
-    (tmp_path / f"{name}.dst").write_text("\n".join(d_lines) + "\n")
-    (tmp_path / f"{name}.json").write_text(json.dumps(entries))
-    return ["--format", "voita", "--src", str(tmp_path / f"{name}.src"), "--dst", str(tmp_path / f"{name}.dst"),
-            "--json", str(tmp_path / f"{name}.json")]
-
-
 def _other_word(sentence, vocabulary):
     """A word of the vocabulary that ``sentence`` does not hold."""
     held = set(sentence.lower().split())
@@ -315,7 +298,7 @@ def test_generated_accuracy_on_a_set_with_a_known_answer(doc_corpus, trained_che
     assert len(kept) >= 4
     items, own, alone = [items[k] for k in kept], [own[k] for k in kept], [alone[k] for k in kept]
     swapped = [" ".join([_other_word(o, vocab)] + o.split()[1:]) for o in own]
-    right = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *_write_set(
+    right = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *write_voita_set(
         tmp_path, "right", [(src[i - 1], src[i], tgt[i - 1], [o, w], 0) for i, o, w in zip(items, own, swapped)]))
     gen = right["generated"]
     assert gen["qualified"] == gen["items"] == len(items) and set(gen["conditions"]) == {"own", "none"}
@@ -325,7 +308,7 @@ def test_generated_accuracy_on_a_set_with_a_known_answer(doc_corpus, trained_che
     m = gen["conditions"]["own"]["matrix"]
     assert m["scores right, translates right"] + m["scores wrong, translates right"] == len(items)
     assert m["scores right, translates right"] == right["contrastive"]["true"]["correct"]
-    wrong = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *_write_set(
+    wrong = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *write_voita_set(
         tmp_path, "wrong", [(src[i - 1], src[i], tgt[i - 1], [w, o], 0) for i, o, w in zip(items, own, swapped)]))
     assert wrong["generated"]["conditions"]["own"]["wrong"] == len(items)
     assert wrong["generated"]["conditions"]["own"]["accuracy"] == 0.0
@@ -348,7 +331,7 @@ def test_generated_accuracy_of_a_two_to_two_model_with_own_and_reference_transla
     tgt = (raw / "test.tgt").read_text().splitlines()
     items = [1, 2, 5]
     rows = [(src[i - 1], src[i], tgt[i - 1], [tgt[i], " ".join(["Wx"] + tgt[i].split()[1:])], 0) for i in items]
-    res = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *_write_set(tmp_path, "set", rows))
+    res = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *write_voita_set(tmp_path, "set", rows))
     assert res["cxmi"] is None and res["target_context"]
     gen = res["generated"]
     assert set(gen["conditions"]) == {"own", "reference", "none"}

@@ -234,3 +234,52 @@ def test_train_then_generate_every_sentence(name, precision, doc_corpus, tmp_pat
     hyps, srcs = parse_generate((tmp_path / "gen" / "generate-test.txt").read_text())
     assert sorted(hyps) == list(range(14)) == sorted(srcs)
     assert all(math.isfinite(score) for _, score in hyps.values())
+
+
+# ---------------------------------------------------------------- context attribution on the GPU
+
+@pytest.mark.parametrize("name", ["ctxenc", "concat"])
+def test_attribution_on_cuda_equals_cpu(name, doc_corpus, trained_checkpoint):
+    """fairseq_ctx.evaluation.attribution on CUDA gives the CPU's numbers
+    (fp32): the sensitivity measures, gradient x input of every context and
+    source token at the same sensitive positions, and the erasure drops."""
+    import copy
+
+    import numpy as np
+    from fairseq import checkpoint_utils
+
+    import fairseq_ctx
+    from fairseq_ctx.evaluation.attribution import ContextAttributor, sensitive_positions
+    from fairseq_ctx.evaluation.attribution_report import items_from_split
+    from fairseq_ctx.evaluation.conditions import TRUE
+
+    fairseq_ctx.register()
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(trained_checkpoint(name))], arg_overrides={"data": str(doc_corpus[1])})
+    items = items_from_split(task, "test", TRUE.rule(task.context_rule, 1), None)
+    runs = {}
+    for device, model in (("cpu", models[0]), ("cuda", copy.deepcopy(models[0]).cuda())):
+        a = ContextAttributor(model, task, batch_size=4, aggregate="sum")
+        sens = a.sensitivity(items)
+        if device == "cpu":
+            positions, _ = sensitive_positions([s["kl"] for s in sens], std=0.5)
+            contrasts = [s["none_argmax"][p] for s, p in zip(sens, positions)]
+        runs[device] = (sens, a.attribute(items, positions, contrasts), a.erasure(items, positions, contrasts))
+    assert sum(len(p) for p in positions) > 0
+    (s_cpu, a_cpu, e_cpu), (s_gpu, a_gpu, e_gpu) = runs["cpu"], runs["cuda"]
+    for x, y in zip(s_cpu, s_gpu):
+        for key in ("pcxmi", "kl"):
+            np.testing.assert_allclose(x[key], y[key], atol=1e-4)
+
+    def flat(rows):   # every source and context token's attribution, row after row
+        return np.array([v for r in rows for v in [*r["source"], *(w for s in r["context"] for w in s)]
+                         if v is not None], dtype=float)
+
+    for x, y in zip(a_cpu, a_gpu):
+        np.testing.assert_allclose([r["f"] for r in x], [r["f"] for r in y], atol=1e-4)
+        np.testing.assert_allclose(flat(x), flat(y), rtol=1e-3, atol=1e-5)
+    for x, y in zip(e_cpu, e_gpu):
+        if x["full"] is not None:
+            np.testing.assert_allclose(x["full"], y["full"], atol=1e-4)
+            np.testing.assert_allclose([v for s in x["sentences"] for v in s],
+                                       [v for s in y["sentences"] for v in s], atol=1e-4)

@@ -497,6 +497,19 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert by_name["transformer"]["usage"]["cxmi"]["none"]["bits"] == 0
     assert len({json.dumps(r) for r in by_name["transformer"]["usage"]["context_test"].values()}) == 1
     assert by_name["concat"]["usage"]["generated"]["qualified"] >= 0
+    # a context model's attribution report of the context test's items: the
+    # share of attribution on the previous verse's gender cues over all of
+    # them and over those its context decides, and the page
+    attribution = json.loads((out / "concat" / "eval" / "attribution.json").read_text())
+    cues = by_name["concat"]["usage"]["attribution"]
+    assert cues["all"]["items"] == len(attribution["items"]) == 2 == \
+        json.loads((out / "concat" / "eval" / "usage.json").read_text())["attribution"]["items"]
+    assert cues["context_decided"]["items"] == sum(it["scored_right"]["true"] and not it["scored_right"]["none"]
+                                                   for it in attribution["items"])
+    assert set(cues["all"]["by_class"]) == {"feminine", "masculine"}
+    assert (results.parent / by_name["concat"]["attribution_page"]).read_text() == \
+        (out / "concat" / "eval" / "attribution.html").read_text()
+    assert "attribution" not in by_name["transformer"]["usage"] and "attribution_page" not in by_name["transformer"]
     assert "shuffled_bleu" in by_name["concat"] and "shuffled_bleu" not in by_name["transformer"]
     assert 0 <= by_name["concat"]["shuffled_p_value"] <= 1
     assert by_name["concat"]["shuffled_delta_bleu"] == pytest.approx(

@@ -329,3 +329,21 @@ def interactive_in_process(data_bin, checkpoint, lines, tmp_dir, beam=2, task_fl
         if m:
             hyps[int(m.group(1))] = m.group(3)
     return [hyps[i] for i in sorted(hyps)]
+
+
+def write_voita_set(tmp_path, name, rows):
+    """A Voita-format set: rows of (source context, source, target context,
+    candidates, true index)."""
+    import json
+
+    s_lines, d_lines, entries = [], [], []
+    for s_ctx, s, t_ctx, cands, true_ind in rows:
+        for c in cands:
+            s_lines.append(f"{s_ctx} _eos {s}")
+            d_lines.append(f"{t_ctx} _eos {c}")
+        entries.append({"dst": cands, "true_ind": true_ind})
+    (tmp_path / f"{name}.src").write_text("\n".join(s_lines) + "\n")
+    (tmp_path / f"{name}.dst").write_text("\n".join(d_lines) + "\n")
+    (tmp_path / f"{name}.json").write_text(json.dumps(entries))
+    return ["--format", "voita", "--src", str(tmp_path / f"{name}.src"), "--dst", str(tmp_path / f"{name}.dst"),
+            "--json", str(tmp_path / f"{name}.json")]

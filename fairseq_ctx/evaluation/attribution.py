@@ -202,19 +202,18 @@ class ContextAttributor:
         return sample, sample["id"]
 
     def _current(self, sample, rows: Tensor, items: Sequence[Item]) -> Tuple[Tensor, Tensor]:
-        """``(lprobs, valid)``: per row the log-probabilities at the analysed
+        """``(lprobs, y)``: per row the log-probabilities at the analysed
         sentence's tokens (B x N x V, N the longest; a forced target prefix
-        skipped) and which of them are real (B x N)."""
+        skipped) and those tokens (B x N; a shorter row's tail is filler)."""
         net_output = self.model(**sample["net_input"])
         lprobs = self.model.get_normalized_probs(net_output, log_probs=True).float()   # B x T x V
         target = sample["target"]
         n = torch.tensor([len(items[i].target) for i in rows.tolist()], device=target.device)   # B
         real = target.ne(self.tgt_dict.pad()).sum(dim=1)   # B (targets are right-padded)
         cols = torch.arange(int(n.max()), device=target.device)   # N
-        valid = cols.unsqueeze(0) < n.unsqueeze(1)   # B x N
         index = ((real - n).unsqueeze(1) + cols.unsqueeze(0)).clamp(min=0, max=target.size(1) - 1)
         picked = lprobs.gather(1, index.unsqueeze(-1).expand(-1, -1, lprobs.size(-1)))   # B x N x V
-        return picked, valid
+        return picked, target.gather(1, index)
 
     def _chunks(self, n: int):
         for start in range(0, n, self.batch_size):
@@ -231,15 +230,12 @@ class ContextAttributor:
                 part = [items[i] for i in chunk]
                 s_ctx, r_ctx = self._sample(part)
                 s_none, r_none = self._sample([it.without_context() for it in part])
-                lp_ctx, valid = self._current(s_ctx, r_ctx, part)
+                lp_ctx, y = self._current(s_ctx, r_ctx, part)   # B x N x V, B x N
                 lp_none, _ = self._current(s_none, r_none, part)
                 # the no-context batch's rows in the context batch's order
                 where = torch.empty_like(r_none)
                 where[r_none] = torch.arange(len(r_none), device=r_none.device)
                 lp_none = lp_none[where[r_ctx]]
-                y = torch.stack([torch.nn.functional.pad(part[i].target.to(lp_ctx.device),
-                                                         (0, lp_ctx.size(1) - len(part[i].target)))
-                                 for i in r_ctx.tolist()])   # B x N
                 gain = (lp_ctx.gather(-1, y.unsqueeze(-1)) - lp_none.gather(-1, y.unsqueeze(-1))).squeeze(-1)
                 kl = (lp_ctx.exp() * (lp_ctx - lp_none)).sum(-1).clamp(min=0)
                 a_ctx, a_none = lp_ctx.argmax(-1), lp_none.argmax(-1)
@@ -300,16 +296,17 @@ class ContextAttributor:
             part_rows = [rows[r] for r in chunk]
             part = [items[i] for i, _, _ in part_rows]
             sample, order = self._sample(part)
-            prefix = torch.tensor([sum(len(t) - 1 + 1 for t in part[i].target_context) for i in order.tolist()],
-                                  device=sample["target"].device)   # each prefix sentence: tokens + <sep>
+            # each prefix sentence: its tokens, its </s> replaced by <sep>
+            prefix = torch.tensor([sum(len(t) for t in part[i].target_context) for i in order.tolist()],
+                                  device=sample["target"].device)
             net_input, originals, where = self._probe_inputs(sample["net_input"], prefix)
             with torch.enable_grad(), _Probes(self.model, originals.to(sample["target"].device), self.offset) as alpha:
                 probed = dict(sample, net_input=net_input)
-                lp, _ = self._current(probed, order, part)   # B x N x V
+                lp, y = self._current(probed, order, part)   # B x N x V, B x N
                 t = torch.tensor([part_rows[b][1] for b in order.tolist()], device=lp.device)
-                y = torch.tensor([int(part[b].target[part_rows[b][1]]) for b in order.tolist()], device=lp.device)
                 c = torch.tensor([part_rows[b][2] for b in order.tolist()], device=lp.device)
-                f = self._contrastive(lp[torch.arange(len(t), device=lp.device), t], y, c)   # B
+                rows_b = torch.arange(len(t), device=lp.device)
+                f = self._contrastive(lp[rows_b, t], y[rows_b, t], c)   # B
                 (grad,) = torch.autograd.grad(f.sum(), alpha) if len(originals) else (alpha.new_zeros(0),)
             # df/dalpha_kd = x_kd df/dx_kd: gradient x input per dimension, aggregated per token
             grad = grad.detach()
@@ -387,13 +384,12 @@ class ContextAttributor:
             for chunk in self._chunks(len(edited)):
                 part = [edited[v] for v in chunk]
                 sample, order = self._sample(part)
-                lp, _ = self._current(sample, order, part)   # B x N x V
+                lp, y = self._current(sample, order, part)   # B x N x V, B x N
                 for b, k in enumerate(order.tolist()):
                     i = variants[chunk[k]][0]
                     t = torch.as_tensor(positions[i], dtype=torch.long, device=lp.device)
-                    y = items[i].target.to(lp.device)[t]
                     c = torch.as_tensor(contrasts[i], dtype=torch.long, device=lp.device)
-                    f_all[chunk[k]] = self._contrastive(lp[b, t], y, c).cpu().numpy()
+                    f_all[chunk[k]] = self._contrastive(lp[b, t], y[b, t], c).cpu().numpy()
         out = [dict(full=None, context=[[None] * (len(s) - 1) for s in it.context], sentences=[None] * len(it.context))
                for it in items]
         full = {v[0]: f for v, f in zip(variants, f_all) if v[1] == "full"}
@@ -409,18 +405,19 @@ class ContextAttributor:
 
 
 def _segments(tokens: List[int], scores: List[float], sep) -> List[Tuple[List[int], List[float]]]:
-    """``tokens`` split at ``sep`` into sentences, with their scores."""
-    out, cur_t, cur_s = [], [], []
+    """``tokens`` split at ``sep`` into sentences, with their scores; an
+    empty sentence (two separators in a row, or one last) stays, so that
+    counting from the newest keeps every sentence in its place."""
+    if not tokens:
+        return []
+    out: List[Tuple[List[int], List[float]]] = [([], [])]
     for t, s in zip(tokens, scores):
         if t == sep:
-            out.append((cur_t, cur_s))
-            cur_t, cur_s = [], []
+            out.append(([], []))
         else:
-            cur_t.append(t)
-            cur_s.append(s)
-    if cur_t or not out or tokens[-1:] != [sep]:
-        out.append((cur_t, cur_s))
-    return [seg for seg in out if seg[0] or len(out) == 1] if tokens else []
+            out[-1][0].append(t)
+            out[-1][1].append(s)
+    return out
 
 
 def _align(segments, sentences: Sequence[Tensor]) -> List[List[Optional[float]]]:

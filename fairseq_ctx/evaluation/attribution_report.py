@@ -46,22 +46,15 @@ def items_from_split(task, subset: str, rule, max_items: Optional[int]) -> List[
 
 def items_from_groups(groups, task, encode_source, encode_target, context_size: int,
                       target_context_size: int) -> List[Item]:
-    """One item per contrastive group: its source with its newest
-    ``context_size`` context sentences, its true candidate."""
-    from fairseq_ctx.data.context_selection import ContextRule
-
-    src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-    rule, trule = ContextRule(size=context_size), ContextRule(size=target_context_size)
-
-    def tokens(d, encode, text):
-        return d.encode_line(encode(text), add_if_not_exist=False, append_eos=True).long()
-
+    """One item per contrastive group: its true candidate's source, its
+    newest ``context_size`` context sentences and its translation, as the
+    contrastive scorer reads them (:meth:`Candidate.tokens`)."""
     items = []
     for g in groups:
-        c = g.candidates[g.true_index]
-        items.append(Item(tokens(src_dict, encode_source, c.source), tokens(tgt_dict, encode_target, c.target),
-                          [tokens(src_dict, encode_source, s) for s in rule.newest(c.source_context)],
-                          [tokens(tgt_dict, encode_target, s) for s in trule.newest(c.target_context)]))
+        src, ctx, tgt, tctx = g.candidates[g.true_index].tokens(
+            task.source_dictionary, task.target_dictionary, encode_source, encode_target, context_size,
+            target_context_size)
+        items.append(Item(src, tgt, ctx, tctx))
     return items
 
 
@@ -70,8 +63,10 @@ def _finite(values):
 
 
 def analyse(attributor: ContextAttributor, items: Sequence[Item], metric: str = "kl", std: float = 1.0,
-            scope: str = "set", min_bits: float = 1e-4) -> Dict:
-    """The report (see the module docstring) of ``items``."""
+            scope: str = "set", min_bits: float = 1e-4, labels: Optional[Sequence[Dict]] = None) -> Dict:
+    """The report (see the module docstring) of ``items``; ``labels[i]``,
+    where given, is merged into item ``i``'s entry (a contrastive group's
+    name and verdicts)."""
     if metric not in METRICS:
         raise ValueError(f"--attribution-metric must be one of {METRICS}, got {metric!r}")
     src_dict, tgt_dict = attributor.src_dict, attributor.tgt_dict
@@ -112,7 +107,7 @@ def analyse(attributor: ContextAttributor, items: Sequence[Item], metric: str = 
             })
         n_sensitive += len(rows)
         out_items.append({
-            "id": i,
+            "id": i, **(labels[i] if labels is not None else {}),
             "context": [{"tokens": words(src_dict, c, eos=False)} for c in item.context],
             "target_context": [{"tokens": words(tgt_dict, c, eos=False)} for c in item.target_context],
             "source": {"tokens": words(src_dict, item.source)},
@@ -153,22 +148,25 @@ def _top(per_sentence) -> Optional[tuple]:
     return best
 
 
-def cue_share(report: Dict, is_cue) -> Dict:
+def cue_share(report: Dict, cues) -> Dict:
     """Share of the positive attribution mass on the context that falls on
-    cue tokens (``is_cue(token) -> bool``), over the sensitive tokens, against
-    the share a uniform attribution would give (the cues' share of the
-    context tokens)."""
+    cue tokens, over the sensitive tokens, against the share a uniform
+    attribution would give (the cues' share of the context tokens).
+    ``cues(item)`` gives, for an item of the report, one bool per context
+    token (its sentences' tokens in order); items without a cue are skipped."""
     shares, uniform = [], []
     for it in report["items"]:
-        ctx_tokens = [t for c in it["context"] for t in c["tokens"]]
-        cues = np.array([bool(is_cue(t)) for t in ctx_tokens])
-        if not len(ctx_tokens) or not cues.any():
+        mask = np.asarray(cues(it), dtype=bool)
+        n = sum(len(c["tokens"]) for c in it["context"])
+        if len(mask) != n:
+            raise ValueError(f"cue_share: item {it.get('id')} has {n} context tokens, its cue mask {len(mask)}")
+        if not mask.any():
             continue
         for row in it["attributions"]:
             scores = np.array([0.0 if v is None else max(v, 0.0) for c in row["context"] for v in c])
             if scores.sum() <= 0:
                 continue
-            shares.append(float(scores[cues].sum() / scores.sum()))
-            uniform.append(float(cues.mean()))
+            shares.append(float(scores[mask].sum() / scores.sum()))
+            uniform.append(float(mask.mean()))
     return {"sensitive_tokens": len(shares), "cue_share": float(np.mean(shares)) if shares else None,
             "uniform_share": float(np.mean(uniform)) if uniform else None}

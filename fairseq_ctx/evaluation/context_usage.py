@@ -133,6 +133,9 @@ def get_parser():
                    help="a token's score from its gradient x input vector: L2 norm (default, as PECoRe) or sum (signed)")
     a.add_argument("--attribution-max-items", type=int, default=200,
                    help="sentences of --gen-subset analysed without a contrastive set (default 200)")
+    a.add_argument("--attribution-groups", choices=["all", "context-decided"], default="all",
+                   help="with a contrastive set: every group (default), or those the model scores right with "
+                        "the true context and wrong with none (the items its context decides)")
     return p
 
 
@@ -141,6 +144,8 @@ def parse_args(argv=None):
     args = parse_with_encoders(parser, argv)
     if args.attribution_html and not args.attribution:
         parser.error("--attribution-html: give --attribution JSON too")
+    if args.attribution_groups != "all" and not args.format:
+        parser.error(f"--attribution-groups {args.attribution_groups}: needs a contrastive set (--format ...)")
     for name in ("top", "bootstrap", "batch_size", "beam", "attribution_max_items"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -253,15 +258,12 @@ def translate_items(hub, task, args, groups, generation, encode_source, encode_t
     source and context are decoded once."""
     import numpy as np
 
-    from fairseq_ctx.progress import bar
-
     from fairseq_ctx.data.context_selection import ContextRule
+    from fairseq_ctx.evaluation.contrastive.groups import text_tokens as tokens
+    from fairseq_ctx.progress import bar
 
     src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
     rule = ContextRule(size=task.cfg.context_size)  # an item's context: the newest of its sentences
-
-    def tokens(d, encode, text):
-        return d.encode_line(encode(text), add_if_not_exist=False, append_eos=True).long()
 
     chain = generation.own_translations and hub.target_context
 
@@ -355,27 +357,39 @@ def generated_report(models, cfg, task, args, use_cuda, groups, verdicts) -> Dic
     return res
 
 
-def attribution(models, task, args, groups, mode) -> Dict:
+def attribution(models, task, args, groups, mode, verdicts=None) -> Dict:
     """The attribution report (:mod:`fairseq_ctx.evaluation.attribution_report`),
-    written to ``--attribution`` (and ``--attribution-html``); returns its summary."""
+    written to ``--attribution`` (and ``--attribution-html``); returns its
+    summary.  With a contrastive set, each item names its group and whether
+    the model scored it right under each context condition (``verdicts``,
+    from :func:`contrastive_report`); ``--attribution-groups context-decided``
+    keeps the groups right with the true context and wrong with none."""
     from fairseq_ctx.evaluation import attribution_page
     from fairseq_ctx.evaluation.attribution import ContextAttributor
     from fairseq_ctx.evaluation.attribution_report import analyse, items_from_groups, items_from_split
     from fairseq_ctx.evaluation.contrastive.command import build_side_encoders
 
     size = task.cfg.context_size
+    labels = None
     if groups is not None:
+        keep = list(range(len(groups)))
+        if args.attribution_groups == "context-decided":
+            keep = [i for i in keep if verdicts[TRUE.name][i] and not verdicts[NONE.name][i]]
         encode_source, encode_target = build_side_encoders(args)
-        items = items_from_groups(groups, task, encode_source, encode_target, size,
+        items = items_from_groups([groups[i] for i in keep], task, encode_source, encode_target, size,
                                   size if getattr(task.cfg, "target_context", False) else 0)
-        source = f"the contrastive set's {len(items)} items (true candidates)"
+        labels = [{"group": i, "where": groups[i].where, "meta": groups[i].meta,
+                   "scored_right": {c: bool(v[i]) for c, v in verdicts.items()}} for i in keep]
+        source = (f"the contrastive set's {len(items)} items (true candidates)" if args.attribution_groups == "all"
+                  else f"the {len(items)} of the contrastive set's {len(groups)} items scored right with the "
+                       "true context and wrong with none (true candidates)")
     else:
         items = items_from_split(task, args.gen_subset, TRUE.rule(task.context_rule, args.seed),
                                  args.attribution_max_items)
         source = f"the first {len(items)} sentences of {args.gen_subset} (references)"
     attributor = ContextAttributor(models[0], task, batch_size=args.batch_size, aggregate=args.attribution_aggregate)
     report = analyse(attributor, items, metric=args.attribution_metric, std=args.attribution_std,
-                     scope=args.attribution_scope, min_bits=args.attribution_min_bits)
+                     scope=args.attribution_scope, min_bits=args.attribution_min_bits, labels=labels)
     report.update(path=args.path, context_size=size, context=mode.meaning, items_from=source,
                   translation="reference")
     with open(args.attribution, "w", encoding="utf-8") as f:
@@ -476,12 +490,13 @@ def main(argv=None):
     else:
         res["cxmi"] = cxmi_report(models, task, args, use_cuda)
         res["sentences"], res["tokens"] = res["cxmi"]["none"]["sentences"], res["cxmi"]["none"]["tokens"]
+    verdicts = None
     if groups is not None:
         res["contrastive"], verdicts = contrastive_report(models, task, args, use_cuda, groups)
         if not args.no_generated:
             res["generated"] = generated_report(models, cfg, task, args, use_cuda, groups, verdicts)
     if args.attribution:
-        res["attribution"] = attribution(models, task, args, groups, mode)
+        res["attribution"] = attribution(models, task, args, groups, mode, verdicts)
     print(format_report(res))
     if args.results:
         with open(args.results, "w", encoding="utf-8") as f:

@@ -167,6 +167,10 @@ def evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir) -> list:
     rec["usage_report"] = report.keep_usage(fig_dir, run.name, os.path.join(evaluate.eval_dir(opts.out, run),
                                                                            "usage.json"), opts.results)
     if run.uses_context:
+        rec["usage"]["attribution"] = evaluate.gender_cues(opts.out, run, os.path.join(opts.data, "raw"))
+        page = os.path.join(fig_dir, f"{run.name}-attribution.html")
+        shutil.copy(evaluate.attribution_path(opts.out, run, "html"), page)
+        rec["attribution_page"] = os.path.relpath(page, os.path.dirname(opts.results))
         shuf = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), settings, shuffled=True, device=device)
         rec["shuffled_bleu"] = round(detok_bleu(shuf["hyps"], refs)[0], 2)
         report.shuffled_drop(rec, dec["hyps"], shuf["hyps"], refs)

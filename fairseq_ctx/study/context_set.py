@@ -453,13 +453,24 @@ class ContextSetError(Exception):
     pass
 
 
+def _splits(raw_dir: str) -> Dict[str, Tuple[List[str], List[str], List[str]]]:
+    """(Spanish, English, docids) lines of each split the set is mined from."""
+    out = {}
+    for split in SOURCES:
+        base = os.path.join(raw_dir, split)
+        out[split] = (_read(base + ".es"), _read(base + ".en"), _read(base + ".docids"))
+    return out
+
+
+def lexicon_of(raw_dir: str) -> Lexicon:
+    """The lexicon the set was built with: learnt from every split's Spanish."""
+    return Lexicon([line for es, _, _ in _splits(raw_dir).values() for line in es])
+
+
 def build(raw_dir: str, out_dir: str, min_per_class: int = 100) -> Dict:
     """Mine, hold out training chapters as needed, balance, write the set
     (see the module docstring); returns the counts written to counts.json."""
-    data = {}
-    for split in SOURCES:
-        base = os.path.join(raw_dir, split)
-        data[split] = (_read(base + ".es"), _read(base + ".en"), _read(base + ".docids"))
+    data = _splits(raw_dir)
     lex = Lexicon([line for split in SOURCES for line in data[split][0]])
     mined = {split: mine(*data[split], split, lex) for split in SOURCES}
     items = mined["test"][0] + mined["valid"][0]

@@ -152,22 +152,60 @@ def usage(out: str, run: Run, bin_dir: str, spm_model: str, set_dir: str, settin
     that use context also generated accuracy (beam 4).  Sentence-level
     models get the same report without translating (their translation
     cannot depend on the context: CXMI 0 and every condition equal, which
-    the report then shows)."""
+    the report then shows).  For models that use context, the same call
+    writes the attribution report (``attribution.json`` and its page
+    ``attribution.html``) of the test's items, each with the model's
+    verdicts under the four conditions."""
     path = os.path.join(eval_dir(out, run), "usage.json")
-    if not os.path.exists(path):
+    # a context run evaluated before the attribution report existed is run again
+    if not os.path.exists(path) or (run.uses_context and not os.path.exists(attribution_path(out, run))):
         ckpt = average(out, run, settings)
         concat = ["--concat-context"] if "--concat-context" in run.flags else []
+        attribution = []
+        if run.uses_context:
+            attribution = ["--attribution", attribution_path(out, run) + ".part",
+                           "--attribution-html", attribution_path(out, run, "html") + ".part",
+                           "--attribution-groups", "all"]
         _call([sys.executable, "-m", "fairseq_ctx.evaluation.context_usage", bin_dir, "--path", ckpt,
                "--task", "document_translation", "--context-size", "1", *concat,
                "--format", "voita", "--src", os.path.join(set_dir, "pronouns.src"),
                "--dst", os.path.join(set_dir, "pronouns.dst"), "--json", os.path.join(set_dir, "pronouns.json"),
                "--bpe", "sentencepiece", "--sentencepiece-model", spm_model,
                "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
-               *([] if run.uses_context else ["--no-generated"]), *device_flags(device),
+               *([] if run.uses_context else ["--no-generated"]), *attribution, *device_flags(device),
                "--results", path + ".part"],
               os.path.join(eval_dir(out, run), "usage.log"), f"{run.name}: fairseq-ctx-context-usage")
+        if run.uses_context:
+            for ext in ("json", "html"):
+                os.replace(attribution_path(out, run, ext) + ".part", attribution_path(out, run, ext))
         os.replace(path + ".part", path)
     with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def attribution_path(out: str, run: Run, ext: str = "json") -> str:
+    return os.path.join(eval_dir(out, run), "attribution." + ext)
+
+
+def gender_cues(out: str, run: Run, raw_dir: str) -> Dict:
+    """The share of the attribution report's context attribution on the
+    previous verse's gender cues (:mod:`fairseq_ctx.study.gender_cues`),
+    written to ``cues.json``."""
+    path = os.path.join(eval_dir(out, run), "cues.json")
+    if not os.path.exists(path):
+        from fairseq_ctx.study.context_set import lexicon_of
+        from fairseq_ctx.study.gender_cues import gender_cue_share
+
+        with open(attribution_path(out, run), encoding="utf-8") as f:
+            report = json.load(f)
+        share = gender_cue_share(report, lexicon_of(raw_dir))
+        share.update(sensitive_tokens_all=report["summary"]["sensitive_tokens"],
+                     top_attribution_equals_top_erasure=report["summary"]["top_attribution_equals_top_erasure"],
+                     with_context_tokens=report["summary"]["with_context_tokens"], items_from=report["items_from"])
+        with open(path + ".part", "w") as f:
+            json.dump(share, f, indent=1)
+        os.replace(path + ".part", path)
+    with open(path) as f:
         return json.load(f)
 
 
@@ -207,7 +245,7 @@ def is_evaluated(out: str, run: Run) -> bool:
     can be rebuilt from them without decoding or scoring anything."""
     tags = ["test.hyp", "test.json", "valid.json", "usage.json"]
     if run.uses_context:
-        tags += ["test.shuffled.hyp", "test.shuffled.json"]
+        tags += ["test.shuffled.hyp", "test.shuffled.json", "attribution.json", "attribution.html", "cues.json"]
     if run.arch in ANALYSES and not run.flags:
         tags.append(ANALYSES[run.arch][2])
     return all(os.path.exists(os.path.join(eval_dir(out, run), tag)) for tag in tags)

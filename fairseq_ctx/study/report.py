@@ -4,7 +4,7 @@ import json
 import os
 import re
 import shutil
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from fairseq_ctx.study.runs import Settings
 
@@ -71,6 +71,12 @@ def _metrics(rec: Dict) -> Dict[str, Optional[float]]:
         out[f"context_test_{cond}"] = r["accuracy"]
         for cls, b in r.get("by_class", {}).items():
             out[f"context_test_{cond}_{cls}"] = b["accuracy"]
+    cues = usage.get("attribution")
+    if cues:   # the share of attribution on the previous verse's gender cues, and a uniform one's
+        for subset, r in ((k, cues[k]) for k in ("all", "context_decided")):
+            out[f"gender_cue_share_{subset}"], out[f"gender_cue_uniform_share_{subset}"] = \
+                r["cue_share"], r["uniform_share"]
+        out["context_decided_items"] = cues["context_decided"]["items"]
     return out
 
 

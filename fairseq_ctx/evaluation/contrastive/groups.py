@@ -4,7 +4,7 @@ scripts, and the error of a test-set file that cannot be read.  Every
 other module of :mod:`fairseq_ctx.evaluation.contrastive` works on these.
 """
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from fairseq_ctx.errors import FairseqCtxError
 
@@ -22,6 +22,12 @@ class ContrastiveDataError(FairseqCtxError):
     """A contrastive test set file that cannot be read as its format says."""
 
 
+def text_tokens(dictionary, encode: Callable[[str], str], text: str):
+    """``text`` as the model reads it: ``encode`` (the side's tokenizer and
+    subword model), then ``dictionary``'s ids with ``</s>``; no new symbols."""
+    return dictionary.encode_line(encode(text), add_if_not_exist=False, append_eos=True).long()
+
+
 @dataclass
 class Candidate:
     """One translation to score: ``target`` given ``source``, the source
@@ -32,6 +38,21 @@ class Candidate:
     source_context: List[str] = field(default_factory=list)
     where: str = ""
     target_context: List[str] = field(default_factory=list)
+
+    def tokens(self, src_dict, tgt_dict, encode_source: Callable[[str], str], encode_target: Callable[[str], str],
+               context_size: int, target_context_size: int = 0) -> Tuple:
+        """``(source, source context, target, target context)`` token tensors
+        as a model with ``context_size`` source and ``target_context_size``
+        target context sentences reads them (the newest of each, the task's
+        rule)."""
+        from fairseq_ctx.data.context_selection import ContextRule
+
+        src = text_tokens(src_dict, encode_source, self.source)
+        ctx = [text_tokens(src_dict, encode_source, s) for s in ContextRule(size=context_size).newest(self.source_context)]
+        tgt = text_tokens(tgt_dict, encode_target, self.target)
+        tctx = [text_tokens(tgt_dict, encode_target, s)
+                for s in ContextRule(size=target_context_size).newest(self.target_context)]
+        return src, ctx, tgt, tctx
 
 
 @dataclass

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from fairseq_ctx.evaluation.contrastive.groups import Candidate, ContrastiveDataError, Group
-from fairseq_ctx.data.context_selection import ContextRule
 
 if TYPE_CHECKING:
     import torch
@@ -67,9 +66,6 @@ class ModelScorer:
         # per side: share of the last encode()'s tokens (EOS excluded) that are <unk>
         self.unk_rates: Dict[str, float] = {}
 
-    def _tokens(self, dictionary, text: str) -> torch.Tensor:
-        return dictionary.encode_line(text, add_if_not_exist=False, append_eos=True).long()
-
     def _check_length(self, tokens: torch.Tensor, limit, where: str, what: str):
         if limit is not None and len(tokens) > limit:
             raise ContrastiveDataError(f"{where}: {what} has {len(tokens)} tokens, more than the "
@@ -109,14 +105,10 @@ class ModelScorer:
 
         src_dict, tgt_dict = self.task.source_dictionary, self.task.target_dictionary
         max_src, max_tgt = self.max_positions if isinstance(self.max_positions, tuple) else (None, None)
-        # an item's context: the newest of its context sentences (the task's rule)
-        source_rule, target_rule = ContextRule(size=self.context_size), ContextRule(size=self.target_context_size)
         items, index, seen = [], [], {}
         for c in candidates:
-            src = self._tokens(src_dict, self.encode_source(c.source))
-            tgt = self._tokens(tgt_dict, self.encode_target(c.target))
-            ctx = [self._tokens(src_dict, self.encode_source(s)) for s in source_rule.newest(c.source_context)]
-            tctx = [self._tokens(tgt_dict, self.encode_target(s)) for s in target_rule.newest(c.target_context)]
+            src, ctx, tgt, tctx = c.tokens(src_dict, tgt_dict, self.encode_source, self.encode_target,
+                                           self.context_size, self.target_context_size)
             self._check_length(src, max_src, c.where, "the source")
             self._check_length(tgt, max_tgt, c.where, "the target")
             item = (src, ctx, tgt, tctx)
