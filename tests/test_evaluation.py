@@ -273,6 +273,23 @@ def test_score_command_lengths_from_the_binarized_source(tmp_path, capsys):
                                          "--length-buckets"]])
 
 
+@pytest.mark.unit
+def test_score_command_takes_hyp_once_per_system_or_all_at_once(tmp_path):
+    """``--hyp a=F --hyp b=G`` scores both systems, as ``--hyp a=F b=G`` does
+    (a second --hyp used to replace the first, silently)."""
+    refs = random_corpus(6, seed=3)
+    write(tmp_path / "ref.txt", refs)
+    write(tmp_path / "a.txt", refs)
+    write(tmp_path / "b.txt", refs[::-1])
+    a, b = f"a={tmp_path / 'a.txt'}", f"b={tmp_path / 'b.txt'}"
+    rows = []
+    for hyp in (["--hyp", a, "--hyp", b], ["--hyp", a, b]):
+        score_cli.main([str(x) for x in ["--ref", tmp_path / "ref.txt", *hyp, "--json", tmp_path / "s.json"]])
+        rows.append([(s["name"], s["bleu"]) for s in json.loads((tmp_path / "s.json").read_text())["systems"]])
+    assert rows[0] == rows[1] and [name for name, _ in rows[0]] == ["a", "b"]
+    assert rows[0][0][1] == pytest.approx(100.0) and rows[0][1][1] < 100
+
+
 # ---------------------------------------------------------------------------
 # reading hypotheses
 # ---------------------------------------------------------------------------

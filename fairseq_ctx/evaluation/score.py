@@ -66,8 +66,9 @@ def parse_args(argv=None):
                "      --src-bin data/bin/test.es-en.es --length-buckets --plot buckets.png --json scores.json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ref", required=True, help="detokenized reference, one sentence a line")
-    p.add_argument("--hyp", required=True, nargs="+", metavar="NAME=FILE",
-                   help="systems: fairseq-generate logs (D- lines) or text files, one hypothesis a line")
+    p.add_argument("--hyp", required=True, nargs="+", action="extend", metavar="NAME=FILE",
+                   help="systems: fairseq-generate logs (D- lines) or text files, one hypothesis a line "
+                        "(--hyp A=F1 B=F2, or --hyp given once per system)")
     p.add_argument("--hyp-format", choices=("auto", "genlog", "text"), default="auto",
                    help="how to read --hyp files (default: a generate log if it has D-<id> lines)")
     p.add_argument("--baseline", metavar="NAME", help="compare every other system with this one")
