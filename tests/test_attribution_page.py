@@ -192,6 +192,17 @@ def test_target_context_rows_and_a_source_top_token():
     assert spans["mujer"]["style"] == "background: rgba({}, {}, {}, 0.222)".format(*page.POSITIVE_RGB)  # 0.4/1.8
 
 
+def test_a_contrastive_items_heading_names_its_class_and_verdicts():
+    report = copy.deepcopy(REPORT)
+    report["items"][0].update(meta={"class": "feminine"}, scored_right={"true": True, "none": False,
+                                                                          "shuffled": True, "random": False})
+    report["items"][1].update(meta={"class": "masculine"}, scored_right={"true": False, "none": False})
+    tree = parse(page.render(report))
+    assert tree.find("h2")[0]["text"] == "#0 \u00b7 class feminine \u00b7 scored right with true, shuffled context"
+    assert tree.find("div", "quiet")[0]["text"].startswith(
+        "#1 \u00b7 class masculine \u00b7 scored wrong under every context condition Goodbye")
+
+
 def test_write(tmp_path):
     path = page.write(REPORT, tmp_path / "page.html")
     assert path.read_text(encoding="utf-8") == page.render(REPORT)

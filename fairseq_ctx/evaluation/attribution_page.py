@@ -25,7 +25,9 @@ context words did this translation rely on?" is answered by looking:
   drop in the contrastive score without that sentence: the check that the
   gradient's choice is one the model's output agrees with);
 * a sentence with no sensitive token takes one line, so the ones that do
-  stand out in a long report.
+  stand out in a long report;
+* an item of a contrastive set is headed by its breakdown values (e.g. its
+  class) and the context conditions under which the model scored it right.
 
 Subword pieces are joined back into words (sentencepiece's ``▁`` starts a
 word; ``@@`` ends a non-final BPE piece) while each piece keeps its own
@@ -262,13 +264,28 @@ def _attribution(item: dict, attr: dict) -> str:
             f'<table class="sent">{"".join(rows)}</table></div>')
 
 
+def _heading(item: dict) -> str:
+    """``#id``, then for an item of a contrastive set its breakdown values
+    and the conditions under which the model scored it right."""
+    parts = [f"#{_e(item.get('id'))}"]
+    meta = item.get("meta")
+    if isinstance(meta, dict):
+        parts += [_e(f"{key} {value}") for key, value in meta.items()]
+    right = item.get("scored_right")
+    if isinstance(right, dict):
+        conditions = [str(c) for c, ok in right.items() if ok]
+        parts.append(f"scored right with {_e(', '.join(conditions))} context" if conditions
+                     else "scored wrong under every context condition")
+    return " &middot; ".join(parts)
+
+
 def _item(item: dict) -> str:
     source = item.get("source") or {}
     target = item.get("target") or {}
     sensitive = [p for p in (item.get("sensitive") or []) if isinstance(p, int)]
     ident = _e(item.get("id"))
     if not sensitive:
-        return (f'<div class="item quiet" id="i{ident}"><b>#{ident}</b> '
+        return (f'<div class="item quiet" id="i{ident}"><b>{_heading(item)}</b> '
                 f"{_tokens(source.get('tokens') or [])} &rarr; {_tokens(target.get('tokens') or [])} "
                 f'<span class="note">&mdash; no context-sensitive token</span></div>')
     ctx, tctx = _sentences(item, "context"), _sentences(item, "target_context")
@@ -289,7 +306,7 @@ def _item(item: dict) -> str:
                 f"<td>{_tokens(target_tokens, marks=marks, tips=piece_tips)}</td></tr>")
     blocks = [_attribution(item, a) for a in (item.get("attributions") or [])
               if isinstance(a, dict)]
-    return (f'<div class="item" id="i{ident}"><h2>#{ident}</h2><table class="sent">{"".join(rows)}</table>'
+    return (f'<div class="item" id="i{ident}"><h2>{_heading(item)}</h2><table class="sent">{"".join(rows)}</table>'
             f'{"".join(blocks)}</div>')
 
 
