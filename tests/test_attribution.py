@@ -355,6 +355,38 @@ def test_attribution_groups_other_than_all_need_a_contrastive_set(doc_corpus, tm
     assert "--attribution-groups context-decided: needs a contrastive set (--format ...)" in capsys.readouterr().err
 
 
+def test_a_model_a_hub_has_prepared_for_inference_is_attributed_the_same(doc_corpus, trained_checkpoint):
+    """After fairseq's make_generation_fast_ (every hub interface calls it:
+    the usage report's generated accuracy builds one before the attribution)
+    ``model.eval()`` returns None; the attributor and the contrastive scorer
+    take such a model and give the fresh model's numbers."""
+    import copy
+
+    from fairseq import checkpoint_utils
+
+    import fairseq_ctx
+    from fairseq_ctx.evaluation.attribution_report import items_from_split
+    from fairseq_ctx.evaluation.conditions import TRUE
+    from fairseq_ctx.evaluation.contrastive.groups import Candidate
+    from fairseq_ctx.evaluation.contrastive.scorer import ModelScorer
+
+    fairseq_ctx.register()
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(trained_checkpoint("ctxenc"))], arg_overrides={"data": str(doc_corpus[1])})
+    fresh, prepared = models[0], copy.deepcopy(models[0])
+    prepared.make_generation_fast_()
+    assert prepared.eval() is None   # what broke the attributor
+    items = items_from_split(task, "test", TRUE.rule(task.context_rule, 1), 4)
+    want, got = (ContextAttributor(m, task).sensitivity(items) for m in (fresh, prepared))
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(w["kl"], g["kl"], atol=1e-6)
+    raw = doc_corpus[0]
+    src, tgt = ((raw / f"test.{ext}").read_text().splitlines() for ext in ("src", "tgt"))
+    cands = [Candidate(src[1], tgt[1], [src[0]])]
+    assert ModelScorer([prepared], task, context_size=1).score(cands).tolist() == \
+        pytest.approx(ModelScorer([fresh], task, context_size=1).score(cands).tolist(), abs=1e-5)
+
+
 def test_attribution_refuses_an_ensemble_in_one_line(doc_corpus, trained_checkpoint, tmp_path):
     from fairseq_ctx.errors import FairseqCtxError
     from fairseq_ctx.evaluation.context_usage import main

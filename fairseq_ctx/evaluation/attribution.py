@@ -175,7 +175,10 @@ class ContextAttributor:
         if aggregate not in AGGREGATES:
             raise ValueError(f"--attribution-aggregate must be one of {AGGREGATES}, got {aggregate!r}")
         self.aggregate = aggregate
-        self.model = model.eval()
+        # not ``model.eval()``'s value: after fairseq's make_generation_fast_ (every hub interface
+        # calls it) ``train`` is a function that returns None, so ``eval()`` does too
+        model.eval()
+        self.model = model
         self.task = task
         self.batch_size = batch_size
         self.device = device or next(model.parameters()).device

@@ -50,7 +50,9 @@ class ModelScorer:
         if target_context_size and not getattr(getattr(task, "cfg", None), "target_context", False):
             raise ValueError("target context needs a model trained with --task document_translation "
                              "--concat-context --target-context")
-        self.models = [m.eval().to(device) for m in models]
+        for m in models:
+            m.eval()   # its value is None after fairseq's make_generation_fast_ (see ContextAttributor)
+        self.models = [m.to(device) for m in models]
         self.task = task
         self.encode_source = encode_source or (lambda s: s)
         self.encode_target = encode_target or (lambda s: s)
