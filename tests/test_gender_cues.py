@@ -46,4 +46,5 @@ def test_the_share_on_the_items_class_cues_by_hand():
     decided = shares["context_decided"]
     assert decided["items"] == 2 and decided["items_with_cues"] == 1 and decided["cue_share"] == pytest.approx(4 / 10)
     assert decided["by_class"]["masculine"] == {"items": 0, "sensitive_tokens": 0, "cue_share": None,
-                                                "uniform_share": None}
+                                                "uniform_share": None, "excess": None, "excess_ci95": None,
+                                                "above_uniform": 0}
