@@ -339,6 +339,7 @@ def test_context_decided_items_of_the_known_task_rely_on_the_marked_word(synthet
     assert [(it["source"], it["context"], it["target"]) for it in got["items"]] == \
         [(it["source"], it["context"], it["target"]) for it in decided]
     assert "scored right with the true context and wrong with none" in got["items_from"]
+    assert got["translation"] == "each group's true candidate"
     share = cue_share(got, lambda it: [t in MARKED for c in it["context"] for t in c["tokens"]])
     assert share["sensitive_tokens"] >= len(decided) // 2
     # measured when written: 0.45 of the mass on the marked word against a uniform 0.22 (the L2 norm
@@ -415,3 +416,6 @@ def test_the_share_of_attribution_on_cue_words_against_uniform():
     assert res["sensitive_tokens"] == 3
     assert res["cue_share"] == pytest.approx((3 / 4 + 0 / 4 + 1 / 2) / 3)
     assert res["uniform_share"] == pytest.approx((1 / 3 + 1 / 3 + 1 / 3) / 3)
+    assert res["excess"] == pytest.approx(res["cue_share"] - res["uniform_share"]) and res["above_uniform"] == 2
+    assert res["excess_ci95"][0] <= res["excess"] <= res["excess_ci95"][1]
+    assert res["excess_ci95"][0] >= 0 - 1 / 3 - 1e-9 and res["excess_ci95"][1] <= 3 / 4 - 1 / 3 + 1e-9

@@ -391,7 +391,7 @@ def attribution(models, task, args, groups, mode, verdicts=None) -> Dict:
     report = analyse(attributor, items, metric=args.attribution_metric, std=args.attribution_std,
                      scope=args.attribution_scope, min_bits=args.attribution_min_bits, labels=labels)
     report.update(path=args.path, context_size=size, context=mode.meaning, items_from=source,
-                  translation="reference")
+                  translation="reference" if groups is None else "each group's true candidate")
     with open(args.attribution, "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)
     if args.attribution_html:
