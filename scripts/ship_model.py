@@ -1,24 +1,27 @@
 #!/usr/bin/env python3
-"""Turn a study run's averaged checkpoint into a shipped model folder.
+"""Add a study run's averaged checkpoint to a shipped model folder.
 
-    python3 scripts/ship_model.py --run transformer \
-        --checkpoint runs/study/transformer/eval/average.pt --out models/bible-baseline
+    python3 scripts/ship_model.py --run transformer --name baseline \
+        --checkpoint runs/study/transformer/eval/average.pt --out models/bible
+    python3 scripts/ship_model.py --run transformer_ctxenc --name ctxenc \
+        --checkpoint runs/study/transformer_ctxenc/eval/average.pt --out models/bible
 
 Writes into ``--out``:
 
-* ``checkpoint.pt``: the weights in fp16 (tied embeddings stored once), no
+* ``NAME.pt``: the weights in fp16 (tied embeddings stored once), no
   optimizer state, no training metrics, the configuration with the paths of
   the machine that trained it removed (no ``--user-dir``: our console
   scripts register the plugin themselves);
-* ``dict.es.txt``, ``dict.en.txt``: the study's dictionaries
-  (``DATA/study/bin``) and ``spm.model`` (``DATA/spm``);
-* the Bible test split, raw (``test.es``, ``test.en``, ``test.docids``:
-  the public-domain Reina-Valera 1909 and World English Bible) and
-  binarized (``test.es-en.*``), so the folder is the data folder that
+* ``NAME.json``: the run's record from the study's results (``--record``);
+* shared by the folder's models (the study's runs share them):
+  ``dict.es.txt``, ``dict.en.txt``, the study's dictionaries
+  (``DATA/study/bin``), and ``spm.model`` (``DATA/spm``); the Bible test
+  split, raw (``test.es``, ``test.en``, ``test.docids``: the public-domain
+  Reina-Valera 1909 and World English Bible) and binarized
+  (``test.es-en.*``), so the folder is the data folder that
   ``fairseq-ctx-translate`` and ``fairseq-ctx-context-usage`` take;
-* ``study.json``: the run's record from the study's results (``--record``);
-* ``SHA256SUMS`` of every file above (``sha256sum -c SHA256SUMS`` in the
-  folder checks them).
+* ``SHA256SUMS`` of every file in the folder (``sha256sum -c SHA256SUMS``
+  in the folder checks them).
 
 The folder's README.md is written by hand; it is listed in SHA256SUMS if
 present. Loading the fp16 weights into the fp32 model gives fp32 CPU
@@ -28,6 +31,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -97,11 +101,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", required=True, help="the run's averaged checkpoint (RUN/eval/average.pt)")
-    p.add_argument("--out", required=True, help="the model folder to write (e.g. models/bible-baseline)")
+    p.add_argument("--out", required=True, help="the model folder to write into (e.g. models/bible)")
+    p.add_argument("--name", required=True, help="the model's name in the folder: NAME.pt and NAME.json")
     p.add_argument("--data", default=DEFAULT_DATA, help="the Bible corpus of scripts/prepare-bible.sh")
     p.add_argument("--run", default="transformer", help="the study run's name (its record is copied)")
     p.add_argument("--record", default="benchmarks/study-bible-budget.json", help="the study's results")
     args = p.parse_args(argv)
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", args.name):
+        p.error(f"--name {args.name!r}: letters, digits, '_' and '-' only (it names NAME.pt)")
 
     bin_dir = os.path.join(args.data, "study", "bin")
     inputs = [args.checkpoint, os.path.join(args.data, "spm", "spm.model"), args.record]
@@ -120,7 +127,7 @@ def main(argv=None):
 
     state = torch.load(args.checkpoint, map_location="cpu", weights_only=False)  # our own study's file
     os.makedirs(args.out, exist_ok=True)
-    torch.save(slim_state(state), os.path.join(args.out, "checkpoint.pt"))
+    torch.save(slim_state(state), os.path.join(args.out, f"{args.name}.pt"))
     shutil.copyfile(os.path.join(args.data, "spm", "spm.model"), os.path.join(args.out, "spm.model"))
     for lang in ("es", "en"):
         shutil.copyfile(os.path.join(bin_dir, f"dict.{lang}.txt"), os.path.join(args.out, f"dict.{lang}.txt"))
@@ -129,13 +136,13 @@ def main(argv=None):
     for ext in ("es.bin", "es.idx", "en.bin", "en.idx", "docids"):
         shutil.copyfile(os.path.join(bin_dir, f"test.es-en.{ext}"), os.path.join(args.out, f"test.es-en.{ext}"))
     record = {k: v for k, v in records[0].items() if k != "history"}
-    with open(os.path.join(args.out, "study.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(args.out, f"{args.name}.json"), "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)
         f.write("\n")
     files = write_sums(args.out)
     total = sum(os.path.getsize(os.path.join(args.out, rel)) for rel in files + ["SHA256SUMS"])
     print(f"wrote {args.out}: {len(files) + 1} files, {total:,} bytes; "
-          f"checkpoint.pt {os.path.getsize(os.path.join(args.out, 'checkpoint.pt')):,} bytes")
+          f"{args.name}.pt {os.path.getsize(os.path.join(args.out, args.name + '.pt')):,} bytes")
 
 
 if __name__ == "__main__":

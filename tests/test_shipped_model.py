@@ -1,7 +1,8 @@
-"""The shipped model (models/bible-baseline/): its files are those its
-SHA256SUMS lists, and the README's first command after the install runs on
-them and prints the BLEU, chrF and CXMI that the README states. Skipped only
-where the model's files are absent."""
+"""The shipped models (models/bible/: the study's baseline and context
+encoder): the folder's files are those its SHA256SUMS lists, and the
+README's first command after the install runs on them and prints the BLEU,
+chrF and CXMI that the README states. Skipped only where the models' files
+are absent."""
 import hashlib
 import json
 import os
@@ -12,12 +13,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-MODEL = REPO / "models" / "bible-baseline"
+MODEL = REPO / "models" / "bible"
+NAMES = ("baseline", "ctxenc")
 README = REPO / "README.md"
 RECORD = REPO / "benchmarks" / "first-model.json"
 
-pytestmark = [
-              pytest.mark.skipif(not (MODEL / "checkpoint.pt").is_file(), reason="the shipped model is absent")]
+pytestmark = [pytest.mark.skipif(not all((MODEL / f"{n}.pt").is_file() for n in NAMES),
+                                 reason="the shipped models are absent")]
 
 
 def first_command():
@@ -32,11 +34,14 @@ def first_command():
 
 
 def readme_numbers():
-    """The BLEU, chrF and CXMI the README says the first command prints."""
+    """The BLEU and chrF of each model and the context encoder's CXMI that
+    the README says the first command prints."""
     text = " ".join(README.read_text(encoding="utf-8").split())
-    m = re.search(r"prints BLEU ([\d.]+) and chrF ([\d.]+) for the baseline .*?CXMI ([+\d.]+) bits", text)
-    assert m, "README.md: no 'prints BLEU X and chrF Y for the baseline ... CXMI Z bits' sentence"
-    return m.group(1), m.group(2), m.group(3)
+    m = re.search(r"prints BLEU ([\d.]+) and chrF ([\d.]+) for the baseline, ([\d.]+) and ([\d.]+) for the "
+                  r"context encoder.*?CXMI ([+\d.]+) bits", text)
+    assert m, ("README.md: no 'prints BLEU X and chrF Y for the baseline, X2 and Y2 for the context encoder "
+               "... CXMI Z bits' sentence")
+    return {"baseline": (m.group(1), m.group(2)), "ctxenc": (m.group(3), m.group(4))}, m.group(5)
 
 
 def test_sha256sums_list_every_file():
@@ -62,13 +67,16 @@ def test_the_readme_first_command_prints_the_readme_numbers(tmp_path):
                           timeout=1800)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     printed = proc.stdout + proc.stderr
-    bleu, chrf, cxmi = readme_numbers()
-    m = re.search(r"^baseline\s+([\d.]+)\s+([\d.]+)\s", printed, flags=re.M)
-    assert m, printed[-3000:]
-    assert (m.group(1), m.group(2)) == (bleu, chrf), f"printed BLEU {m.group(1)} chrF {m.group(2)}"
+    scores, cxmi = readme_numbers()
+    for name, (bleu, chrf) in scores.items():
+        m = re.search(rf"^{name}\s+([\d.]+)\s+([\d.]+)\s", printed, flags=re.M)
+        assert m, printed[-3000:]
+        assert (m.group(1), m.group(2)) == (bleu, chrf), f"{name}: printed BLEU {m.group(1)} chrF {m.group(2)}"
     assert re.search(rf"against none\s+{re.escape(cxmi)} ", printed), printed[-3000:]
-    system = json.loads((out / "scores.json").read_text())["systems"][0]
+    systems = {s["name"]: s for s in json.loads((out / "scores.json").read_text())["systems"]}
     record = json.loads(RECORD.read_text())
-    assert {k: round(system[k], 4) for k in ("bleu", "chrf", "ter", "dbleu")} == record["scores"]
-    hyps = (out / "test.baseline.en").read_text(encoding="utf-8")
-    assert hashlib.sha256(hyps.encode()).hexdigest() == record["translations_sha256"]
+    for name in NAMES:
+        assert {k: round(systems[name][k], 4) for k in ("bleu", "chrf", "ter", "dbleu")} == \
+            record["models"][name]["scores"], name
+        hyps = (out / f"test.{name}.en").read_text(encoding="utf-8")
+        assert hashlib.sha256(hyps.encode()).hexdigest() == record["models"][name]["translations_sha256"], name
