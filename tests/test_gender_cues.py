@@ -34,7 +34,17 @@ def test_the_share_on_the_items_class_cues_by_hand():
         item("masculine", she, [[1, 0, 0, 3, 0, 0, 0], [-4, 0, 0, 1, 0, 0, 1]], decided=False),   # 3/4; 1/2 (no negatives)
         item("feminine", ["\u2581Y", "\u2581tomó", "\u2581la", "\u2581casa", "."], [[1, 1, 1, 1, 1]]),   # no cue
     ]}
-    shares = gender_cue_share(report, LEX)
+    for k, it in enumerate(report["items"]):
+        it["group"] = k
+    # generated accuracy: item 1 translated right with its context only, item 0 right both ways
+    generated = [{"group": 0, "own": {"label": "right"}, "none": {"label": "right"}},
+                 {"group": 1, "own": {"label": "right"}, "none": {"label": "wrong"}},
+                 {"group": 2, "own": {"label": "neither"}, "none": {"label": "wrong"}}]
+    shares = gender_cue_share(report, LEX, generated)
+    only = shares["translated_right_only_with_context"]
+    assert only["items"] == 1 and only["by_class"]["masculine"]["items"] == 1
+    assert only["cue_share"] == pytest.approx((3 / 4 + 1 / 2) / 2)
+    assert "translated_right_only_with_context" not in gender_cue_share(report, LEX)
     got = shares["all"]
     assert got["items"] == 3 and got["items_with_cues"] == 2 and got["sensitive_tokens"] == 3
     assert got["cue_share"] == pytest.approx((4 / 10 + 3 / 4 + 1 / 2) / 3)

@@ -198,7 +198,9 @@ def gender_cues(out: str, run: Run, raw_dir: str) -> Dict:
 
         with open(attribution_path(out, run), encoding="utf-8") as f:
             report = json.load(f)
-        share = gender_cue_share(report, lexicon_of(raw_dir))
+        with open(os.path.join(eval_dir(out, run), "usage.json"), encoding="utf-8") as f:
+            generated = json.load(f).get("generated", {}).get("per_item")
+        share = gender_cue_share(report, lexicon_of(raw_dir), generated)
         share.update(sensitive_tokens_all=report["summary"]["sensitive_tokens"],
                      top_attribution_equals_top_erasure=report["summary"]["top_attribution_equals_top_erasure"],
                      with_context_tokens=report["summary"]["with_context_tokens"], items_from=report["items_from"])

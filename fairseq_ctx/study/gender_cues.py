@@ -2,8 +2,9 @@
 cues: for the balanced he/she context test (:mod:`fairseq_ctx.study.context_set`)
 analysed by ``fairseq-ctx-context-usage --attribution`` (PECoRe's contrastive
 gradient x input, :mod:`fairseq_ctx.evaluation.attribution`; the true
-candidates analysed), over all its items and over those the model scores
-right with the true context and wrong with none, the share of
+candidates analysed), over all its items, over those the model scores
+right with the true context and wrong with none, and over those it
+translates right (generated accuracy) only with its context, the share of
 each context-sensitive target token's positive context attribution that lands
 on the subword pieces of the previous Spanish verse's words marked for the
 item's gender, against the share a uniform attribution would give (the cue
@@ -19,7 +20,7 @@ previous verse has no cue of their class are left out of the share (the
 set's counts.json says how many have one: ``kept_with_previous_es_cue``);
 the count of each is reported.
 """
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from fairseq_ctx.evaluation.attribution_report import cue_share
 from fairseq_ctx.study.context_set import CLASSES, Lexicon, spanish_cue_spans
@@ -65,12 +66,19 @@ def _share(items: List[Dict], cues) -> Dict:
     return out
 
 
-def gender_cue_share(report: Dict, lex: Lexicon) -> Dict:
+def gender_cue_share(report: Dict, lex: Lexicon, generated: Optional[List[Dict]] = None) -> Dict:
     """The cue share (see the module docstring) of an attribution report of
-    the context test, over all its items (``all``) and over those the model
+    the context test, over all its items (``all``), over those the model
     scores right with the true context and wrong with none
-    (``context_decided``, from each item's ``scored_right``), each also per
-    class."""
+    (``context_decided``, from each item's ``scored_right``) and, given the
+    usage report's generated accuracy per item (``generated``: its
+    ``per_item``), over those it translates right with its context and not
+    without (``translated_right_only_with_context``), each also per class."""
     cues = item_cues(lex)
     decided = [it for it in report["items"] if it["scored_right"]["true"] and not it["scored_right"]["none"]]
-    return {"all": _share(report["items"], cues), "context_decided": _share(decided, cues)}
+    out = {"all": _share(report["items"], cues), "context_decided": _share(decided, cues)}
+    if generated is not None:
+        groups = {p["group"] for p in generated if p["own"]["label"] == "right" and p["none"]["label"] != "right"}
+        out["translated_right_only_with_context"] = _share([it for it in report["items"] if it["group"] in groups],
+                                                           cues)
+    return out
