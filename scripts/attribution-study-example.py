@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A few items of a study run's attribution report, as a page to read: the
 context test's items whose context-sensitive tokens include a third-person
-pronoun (the word the test is about), rendered by
+pronoun (the word the test is about), with the attribution of those
+pronouns (the item's other sensitive tokens stay marked), rendered by
 ``fairseq_ctx.evaluation.attribution_page``, and where chromium-headless-shell
 is installed a screenshot of it.
 
@@ -43,15 +44,17 @@ def main(argv=None):
         sys.exit(f"fairseq_ctx: error: --report {args.report}: no such file")
     with open(args.report, encoding="utf-8") as f:
         report = json.load(f)
-    kept = [it for it in report["items"]
-            if any(is_pronoun(it["target"]["tokens"][a["position"]]) for a in it["attributions"])]
-    kept = kept[:args.max_items]
+    # each kept item with the attribution blocks of its pronouns only (its other sensitive tokens stay
+    # marked in the translation)
+    kept = [dict(it, attributions=[a for a in it["attributions"] if is_pronoun(it["target"]["tokens"][a["position"]])])
+            for it in report["items"]]
+    kept = [it for it in kept if it["attributions"]][:args.max_items]
     report = dict(report, items=kept,
                   items_from=f"{report.get('items_from', 'the report')}: the {len(kept)} first whose "
                              "context-sensitive tokens include a third-person pronoun")
     attribution_page.write(report, args.html, title="Context attribution: pronouns of the study's context test")
     n = sum(len(it["attributions"]) for it in kept)
-    print(f"{args.html}: {len(kept)} items, {n} sensitive tokens")
+    print(f"{args.html}: {len(kept)} items, {n} sensitive pronouns")
     if args.png:
         browser = shutil.which("chromium-headless-shell")
         if not browser:
