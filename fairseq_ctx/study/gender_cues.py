@@ -74,7 +74,13 @@ def gender_cue_share(report: Dict, lex: Lexicon, generated: Optional[List[Dict]]
     usage report's generated accuracy per item (``generated``: its
     ``per_item``), over those it translates right with its context and not
     without (``translated_right_only_with_context``), each also per class."""
-    cues = item_cues(lex)
+    # each item's mask once: the Spanish check behind it is the costly part, and every subset reuses it
+    mask_of = item_cues(lex)
+    masks = {id(it): mask_of(it) for it in report["items"]}
+
+    def cues(item: Dict) -> List[bool]:
+        return masks[id(item)]
+
     decided = [it for it in report["items"] if it["scored_right"]["true"] and not it["scored_right"]["none"]]
     out = {"all": _share(report["items"], cues), "context_decided": _share(decided, cues)}
     if generated is not None:
