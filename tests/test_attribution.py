@@ -118,6 +118,41 @@ def test_gradient_x_input_matches_a_hand_computation(doc_task):
     assert same["context"][0][0] == pytest.approx(float(E[ctx_w] @ grad_same), abs=1e-6)
 
 
+@pytest.mark.unit
+def test_the_forced_target_prefix_is_skipped_for_2_to_2(tmp_path):
+    """With the previous target sentences glued to the target (2-to-2), the
+    analysed tokens are each item's own sentence: the prefix length read off
+    the collated target is the prefix sentences' tokens with their
+    separators."""
+    from fairseq.data import Dictionary
+
+    import fairseq_ctx
+    from fairseq_ctx.tasks.document_translation import DocumentTranslationConfig, DocumentTranslationTask
+
+    fairseq_ctx.register()
+    d = Dictionary()
+    for w in "A B C D E F".split():
+        d.add_symbol(w)
+    cfg = DocumentTranslationConfig(data=str(tmp_path), source_lang="src", target_lang="tgt", context_size=2,
+                                    concat_context=True, target_context=True)
+    task = DocumentTranslationTask(cfg, d, d)
+    w = [d.index(x) for x in "A B C D E F".split()]
+    eos = d.eos()
+    t = lambda *ids: torch.tensor([*ids, eos])   # noqa: E731
+    items = [Item(t(w[0]), t(w[1], w[2], w[3]), [t(w[4])], [t(w[5], w[5])]),
+             Item(t(w[1], w[2]), t(w[4]), [t(w[0]), t(w[1], w[1])], [t(w[2]), t(w[3], w[3], w[3])]),
+             Item(t(w[3]), t(w[0], w[5]))]
+    a = ContextAttributor(_ToyModel(len(d)).eval(), task)
+    sample, order = a._sample(items)
+    prefix = a._prefix_lengths(sample["target"])
+    assert prefix.tolist() == [sum(len(x) for x in items[i].target_context) for i in order.tolist()]
+    with torch.no_grad():
+        _, y = a._current(sample)
+    for b, i in enumerate(order.tolist()):
+        n = len(items[i].target)
+        assert y[b, :n].tolist() == items[i].target.tolist()
+
+
 @pytest.fixture(scope="module")
 def doc_task(tmp_path_factory):
     """A document task (separate context) over a small dictionary."""
@@ -158,9 +193,9 @@ def test_probes_change_nothing_and_erasing_the_lone_sentence_is_no_context(name,
     prefix = torch.zeros(len(items), dtype=torch.long)
     net_input, originals, where = a._probe_inputs(sample["net_input"], prefix)
     with torch.no_grad():
-        plain, _ = a._current(sample, order, items)
+        plain, _ = a._current(sample)
         with _Probes(model, originals, a.offset) as alpha:
-            probed, _ = a._current(dict(sample, net_input=net_input), order, items)
+            probed, _ = a._current(dict(sample, net_input=net_input))
             assert torch.allclose(plain, probed, atol=1e-6)
             # finite difference along the first context token's scale of row 0
             ctx_key = "ctx_tokens" if "ctx_tokens" in where else "src_tokens"
@@ -171,7 +206,7 @@ def test_probes_change_nothing_and_erasing_the_lone_sentence_is_no_context(name,
             values = []
             for scale in (1 + eps, 1 - eps):
                 alpha[probe] = scale
-                lp, _ = a._current(dict(sample, net_input=net_input), order, items)
+                lp, _ = a._current(dict(sample, net_input=net_input))
                 values.append(float(a._contrastive(lp[0, pos].unsqueeze(0), y, c)))
             alpha[probe] = 1.0
     numeric = (values[0] - values[1]) / (2 * eps)

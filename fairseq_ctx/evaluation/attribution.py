@@ -66,6 +66,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.nn.utils.rnn import pad_sequence
 
 LN2 = math.log(2.0)
 METRICS = ("kl", "pcxmi")
@@ -204,17 +205,26 @@ class ContextAttributor:
             sample = utils.move_to_cuda(sample, device=self.device)
         return sample, sample["id"]
 
-    def _current(self, sample, rows: Tensor, items: Sequence[Item]) -> Tuple[Tensor, Tensor]:
+    def _prefix_lengths(self, target: Tensor) -> Tensor:
+        """Per row the forced target prefix's length (B): the tokens up to and
+        including the last ``<sep>`` (each target-context sentence ends with
+        one), 0 where there is none."""
+        if not self.target_context:
+            return target.new_zeros(target.size(0))
+        cols = torch.arange(1, target.size(1) + 1, device=target.device)   # T
+        return torch.where(target.eq(self.tgt_sep), cols, torch.zeros_like(cols)).max(dim=1).values
+
+    def _current(self, sample) -> Tuple[Tensor, Tensor]:
         """``(lprobs, y)``: per row the log-probabilities at the analysed
         sentence's tokens (B x N x V, N the longest; a forced target prefix
         skipped) and those tokens (B x N; a shorter row's tail is filler)."""
         net_output = self.model(**sample["net_input"])
         lprobs = self.model.get_normalized_probs(net_output, log_probs=True).float()   # B x T x V
-        target = sample["target"]
-        n = torch.tensor([len(items[i].target) for i in rows.tolist()], device=target.device)   # B
-        real = target.ne(self.tgt_dict.pad()).sum(dim=1)   # B (targets are right-padded)
+        target = sample["target"]   # B x T, right-padded: prefix, the sentence, </s>
+        prefix = self._prefix_lengths(target)   # B
+        n = target.ne(self.tgt_dict.pad()).sum(dim=1) - prefix   # B
         cols = torch.arange(int(n.max()), device=target.device)   # N
-        index = ((real - n).unsqueeze(1) + cols.unsqueeze(0)).clamp(min=0, max=target.size(1) - 1)
+        index = (prefix.unsqueeze(1) + cols.unsqueeze(0)).clamp(max=target.size(1) - 1)   # B x N
         picked = lprobs.gather(1, index.unsqueeze(-1).expand(-1, -1, lprobs.size(-1)))   # B x N x V
         return picked, target.gather(1, index)
 
@@ -233,8 +243,8 @@ class ContextAttributor:
                 part = [items[i] for i in chunk]
                 s_ctx, r_ctx = self._sample(part)
                 s_none, r_none = self._sample([it.without_context() for it in part])
-                lp_ctx, y = self._current(s_ctx, r_ctx, part)   # B x N x V, B x N
-                lp_none, _ = self._current(s_none, r_none, part)
+                lp_ctx, y = self._current(s_ctx)   # B x N x V, B x N
+                lp_none, _ = self._current(s_none)
                 # the no-context batch's rows in the context batch's order
                 where = torch.empty_like(r_none)
                 where[r_none] = torch.arange(len(r_none), device=r_none.device)
@@ -294,31 +304,32 @@ class ContextAttributor:
         the gradient x input of every context, source and target-context
         token (see :meth:`_split`)."""
         rows = [(i, int(t), int(c)) for i, (ps, cs) in enumerate(zip(positions, contrasts)) for t, c in zip(ps, cs)]
+        row_t = torch.tensor([t for _, t, _ in rows], dtype=torch.long)   # rows: position analysed
+        row_c = torch.tensor([c for _, _, c in rows], dtype=torch.long)   # rows: its no-context choice
         out: List[List[Dict]] = [[] for _ in items]
         for chunk in self._chunks(len(rows)):
             part_rows = [rows[r] for r in chunk]
             part = [items[i] for i, _, _ in part_rows]
             sample, order = self._sample(part)
-            # each prefix sentence: its tokens, its </s> replaced by <sep>
-            prefix = torch.tensor([sum(len(t) for t in part[i].target_context) for i in order.tolist()],
-                                  device=sample["target"].device)
+            prefix = self._prefix_lengths(sample["target"])   # B
             net_input, originals, where = self._probe_inputs(sample["net_input"], prefix)
             with torch.enable_grad(), _Probes(self.model, originals.to(sample["target"].device), self.offset) as alpha:
                 probed = dict(sample, net_input=net_input)
-                lp, y = self._current(probed, order, part)   # B x N x V, B x N
-                t = torch.tensor([part_rows[b][1] for b in order.tolist()], device=lp.device)
-                c = torch.tensor([part_rows[b][2] for b in order.tolist()], device=lp.device)
+                lp, y = self._current(probed)   # B x N x V, B x N
+                in_chunk = torch.as_tensor(list(chunk), dtype=torch.long)[order.cpu()]   # B: rows in batch order
+                t, c = row_t[in_chunk].to(lp.device), row_c[in_chunk].to(lp.device)   # B, B
                 rows_b = torch.arange(len(t), device=lp.device)
                 f = self._contrastive(lp[rows_b, t], y[rows_b, t], c)   # B
                 (grad,) = torch.autograd.grad(f.sum(), alpha) if len(originals) else (alpha.new_zeros(0),)
             # df/dalpha_kd = x_kd df/dx_kd: gradient x input per dimension, aggregated per token
             grad = grad.detach()
             grad = (grad.norm(dim=-1) if self.aggregate == "norm" else grad.sum(dim=-1)).cpu().numpy()
+            f = f.detach().cpu().tolist()   # B: one transfer, not one per row
             for b, k in enumerate(order.tolist()):
                 i, pos, contrast = part_rows[k]
                 scores = {key: self._row_scores(sample["net_input"][key][b], where[key][b], grad)
                           for key in where}
-                out[i].append(dict(position=pos, contrast=contrast, f=float(f[b].detach()),
+                out[i].append(dict(position=pos, contrast=contrast, f=f[b],
                                    **self._split(items[i], sample["net_input"], scores, b)))
         for rows_of_item in out:
             rows_of_item.sort(key=lambda r: r["position"])
@@ -382,19 +393,28 @@ class ContextAttributor:
                 back = len(item.context) - s
                 tctx = [t for k, t in enumerate(item.target_context) if len(item.target_context) - k != back]
                 edited.append(Item(item.source, item.target, item.context[:s] + item.context[s + 1:], tctx))
+        out = [dict(full=None, context=[[None] * (len(s) - 1) for s in it.context], sentences=[None] * len(it.context))
+               for it in items]
+        if not edited:
+            return out
+        # per item its positions and contrasts as one padded table (items x M), indexed by row below
+        pos_table = pad_sequence([torch.as_tensor(np.asarray(p), dtype=torch.long) for p in positions], batch_first=True)
+        con_table = pad_sequence([torch.as_tensor(np.asarray(c), dtype=torch.long) for c in contrasts], batch_first=True)
+        counts = torch.tensor([len(p) for p in positions], dtype=torch.long)
         f_all: List[Optional[np.ndarray]] = [None] * len(edited)
         with torch.no_grad():
             for chunk in self._chunks(len(edited)):
                 part = [edited[v] for v in chunk]
                 sample, order = self._sample(part)
-                lp, y = self._current(sample, order, part)   # B x N x V, B x N
-                for b, k in enumerate(order.tolist()):
-                    i = variants[chunk[k]][0]
-                    t = torch.as_tensor(positions[i], dtype=torch.long, device=lp.device)
-                    c = torch.as_tensor(contrasts[i], dtype=torch.long, device=lp.device)
-                    f_all[chunk[k]] = self._contrastive(lp[b, t], y[b, t], c).cpu().numpy()
-        out = [dict(full=None, context=[[None] * (len(s) - 1) for s in it.context], sentences=[None] * len(it.context))
-               for it in items]
+                lp, y = self._current(sample)   # B x N x V, B x N
+                # each row's analysed positions and their contrasts, padded to the most (M)
+                rows = [variants[chunk[k]][0] for k in order.tolist()]
+                t, c, m = pos_table[rows], con_table[rows], counts[rows]   # B x M, B x M, B
+                t, c = t.to(lp.device), c.to(lp.device)
+                b = torch.arange(len(rows), device=lp.device).unsqueeze(1)   # B x 1
+                f = self._contrastive(lp[b, t], y[b, t], c).cpu().numpy()   # B x M
+                for k, row, count in zip(order.tolist(), f, m.tolist()):
+                    f_all[chunk[k]] = row[:count]
         full = {v[0]: f for v, f in zip(variants, f_all) if v[1] == "full"}
         for (i, kind, s, j), f in zip(variants, f_all):
             drop = (full[i] - f).tolist()
