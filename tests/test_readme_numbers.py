@@ -78,7 +78,8 @@ RECORDS = [
     (r"prints BLEU 28\.76 and chrF 50\.90", "benchmarks/first-model.json"),  # models.baseline.scores
     (r"28\.14 and 50\.48 for the", "benchmarks/first-model.json"),           # models.ctxenc.scores
     (r"CXMI \+0\.0423 bits", "benchmarks/first-model.json"),                # cxmi_bits.none 0.04226
-    (r"139 s of CPU, 462 s wall", "benchmarks/first-model.json"),            # cpu_seconds 138.8, wall_seconds 462
+    (r"Time:\s+77 s on", "benchmarks/first-model.json"),                     # wall_seconds 77
+    (r"\(108 s of CPU\)", "benchmarks/first-model.json"),                     # cpu_seconds 107.7
     (r"the study: 28\.75 and 50\.88", "benchmarks/study-bible-budget.json"),  # run transformer: bleu, chrf
     (r"28\.21 and 50\.52 on the", "benchmarks/study-bible-budget.json"),     # run transformer_ctxenc: bleu, chrf
 ]
@@ -94,6 +95,7 @@ NOT_MEASUREMENTS = [
     (r"d = 128, 3\+3 layers", "the study's model size, a setting"),
     (r"A 30-update calibration", "the quickstart's calibration length, a setting"),
     (r"on 2 CPU cores", "the machine the quickstart was measured on, not a result"),
+    (r"on 2 idle cores", "the machine the first command was measured on, not a result"),
     (r"default of 8 it can drop up to 7 sentences",
      "fairseq's batch-size multiple (8) and what it implies (8 - 1), not measured"),
     (r"\(4,000 updates", "the study's update budget, a setting"),
