@@ -28,6 +28,11 @@ import time
 from typing import Dict, List
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:  # this checkout's package, whether or not it is installed
+    sys.path.insert(0, REPO)
+import quickstart  # noqa: E402  (beside this file; torch-free): reads its own closing table
+from fairseq_ctx.evaluation.score import parse_table  # noqa: E402  (torch-free): reads the score table
+
 SECTIONS = ("Set-up", "Quickstart")
 FIRST_MODEL = "bash scripts/first-model.sh"
 FIRST_MODEL_RECORD = "benchmarks/first-model.json"
@@ -56,25 +61,15 @@ def parse_results(command: str, out: str) -> Dict:
     summary = re.findall(r"^=*\s*((?:\d+ \w+(?:, )?)+) in [\d.]+s", out, re.M)
     if "pytest" in command and summary:
         res["tests"] = {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", summary[-1])}
-    # fairseq-ctx-score's table: a header "system  BLEU  chrF ..." (its columns vary with the
-    # metrics), then one row per system until a line that is not one
-    lines = out.splitlines()
-    for i, line in enumerate(lines):
-        head = line.split()
-        if head[:2] != ["system", "BLEU"]:
-            continue
-        for row in lines[i + 1:]:
-            cells = row.split()
-            if len(cells) != len(head) or not all(re.fullmatch(r"-?\d+\.\d+", c) for c in cells[1:]):
-                break
-            res.setdefault("scores", {})[cells[0]] = {k: float(v) for k, v in zip(head[1:], cells[1:])}
+    scores = parse_table(out)  # fairseq-ctx-score's table, read through its header
+    if scores:
+        res["scores"] = {name: {k: float(v) for k, v in row.items()} for name, row in scores.items()}
     cxmi = re.findall(r"against none\s+([+-]\d+\.\d+) ", out)
     if cxmi:
         res["cxmi_against_none"] = [float(x) for x in cxmi]
-    table = re.findall(r"^(\S+)\s+([\d.]+)M\s+([\d.]+)\s+(\d+)\s+([\d.]+)$", out, re.M)
+    table = quickstart.read_table(out)
     if table:
-        res["quickstart"] = [dict(arch=a, params_m=float(p), train_minutes=float(t), updates=int(u),
-                                  bleu=float(b)) for a, p, t, u, b in table]
+        res["quickstart"] = table
     return res
 
 

@@ -194,6 +194,22 @@ def too_few_updates(updates):
             f"the models are still in their first descent, so their BLEU means nothing (default: {UPDATES})")
 
 
+TABLE_HEAD = f"{'arch':<40}{'params':>10}{'train min':>11}{'updates':>9}{'BLEU':>7}"
+_ROW = re.compile(r"^(\S+) +([\d.]+)M +([\d.]+) +(\d+) +([\d.]+)$", re.M)
+
+
+def format_row(r):
+    """A row of the closing table (under :data:`TABLE_HEAD`)."""
+    return f"{r['arch']:<40}{r['params'] / 1e6:>9.2f}M{r['train_minutes']:>11.1f}{r['updates']:>9}{r['bleu']:>7.2f}"
+
+
+def read_table(text):
+    """The closing table's rows as printed in ``text`` (``scripts/newcomer.py``
+    records them), the inverse of :func:`format_row` to its rounding."""
+    return [dict(arch=a, params_m=float(p), train_minutes=float(t), updates=int(u), bleu=float(b))
+            for a, p, t, u, b in _ROW.findall(text)]
+
+
 def estimate(name, seconds_per_update, updates):
     """The line printed before training: a model's measured speed and the time its updates take."""
     return (f"{name}: {seconds_per_update:.2f} s per update here, so its {updates} updates take about "
@@ -404,9 +420,9 @@ def main():
 
     with open(os.path.join(opts.out, "results.json"), "w") as f:
         json.dump(rows, f, indent=2)
-    print(f"\n{'arch':<40}{'params':>10}{'train min':>11}{'updates':>9}{'BLEU':>7}")
+    print("\n" + TABLE_HEAD)
     for r in rows:
-        print(f"{r['arch']:<40}{r['params'] / 1e6:>9.2f}M{r['train_minutes']:>11.1f}{r['updates']:>9}{r['bleu']:>7.2f}")
+        print(format_row(r))
     print(f"detokenized sacreBLEU on the test set ({len(refs)} sentences) of {CHECKPOINT}, translated as "
           f"`fairseq-ctx-translate ... {' '.join(DECODE_FLAGS)}`; {time.time() - run_start:.0f} s in all; "
           f"{rows[0]['signature']}")

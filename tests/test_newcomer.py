@@ -64,10 +64,36 @@ def test_scores_read_from_fairseq_ctx_score(tmp_path, capsys):
 
 @pytest.mark.unit
 def test_quickstart_table_read():
-    # the row format of scripts/quickstart.py's closing table
-    r = dict(arch="transformer_ctxenc", params=2709888, train_minutes=17.96, updates=840, bleu=12.346)
-    row = f"{r['arch']:<40}{r['params'] / 1e6:>9.2f}M{r['train_minutes']:>11.1f}{r['updates']:>9}{r['bleu']:>7.2f}"
-    with open(os.path.join(REPO, "scripts", "quickstart.py")) as f:
-        assert "{r['params'] / 1e6:>9.2f}M{r['train_minutes']:>11.1f}{r['updates']:>9}{r['bleu']:>7.2f}" in f.read()
-    assert newcomer.parse_results("python3 scripts/quickstart.py", row + "\n")["quickstart"] == \
-        [dict(arch="transformer_ctxenc", params_m=2.71, train_minutes=18.0, updates=840, bleu=12.35)]
+    """The newcomer's record reads quickstart.py's closing table with the
+    reader quickstart.py keeps beside its row format."""
+    import quickstart
+
+    rows = [dict(arch="transformer_ctxenc", params=2709888, train_minutes=17.96, updates=840, bleu=12.346),
+            dict(arch="transformer", params=2412672, train_minutes=9.04, updates=1200, bleu=9.0)]
+    printed = "\n".join(["noise 1.0M 2.0 3", quickstart.TABLE_HEAD] + [quickstart.format_row(r) for r in rows])
+    assert newcomer.parse_results("python3 scripts/quickstart.py", printed + "\ndetokenized ...\n")["quickstart"] == \
+        [dict(arch="transformer_ctxenc", params_m=2.71, train_minutes=18.0, updates=840, bleu=12.35),
+         dict(arch="transformer", params_m=2.41, train_minutes=9.0, updates=1200, bleu=9.0)]
+
+
+@pytest.mark.unit
+def test_score_table_read_through_its_header():
+    """fairseq-ctx-score's table with and without a baseline (diff and
+    p-value columns), long names and every optional column, read back as
+    printed; text after it and a line that is not a row end it."""
+    from fairseq_ctx.evaluation.score import format_table, parse_table
+
+    rows = [dict(name="baseline", bleu=28.755, chrf=50.9, ter=57.95, dbleu=33.5, tok_bleu=29.9),
+            dict(name="a_much_longer_system", bleu=29.84, chrf=51.77, ter=56.1, dbleu=34.0, tok_bleu=30.1,
+                 delta=1.09, p_value=0.012, chrf_delta=0.0031, chrf_p_value=0.5, ter_delta=-1.2,
+                 ter_p_value=0.04, dbleu_delta=0.5, tok_delta=0.2, tok_p_value=0.3)]
+    plain = format_table(rows, None, True, ("bleu", "chrf", "ter"), True)
+    assert parse_table("2 system(s), 553 sentences\n" + plain + "\nBLEU: detokenized sacreBLEU") == {
+        "baseline": {"BLEU": "28.75", "chrF": "50.90", "TER": "57.95", "d-BLEU": "33.50", "tok BLEU": "29.90"},
+        "a_much_longer_system": {"BLEU": "29.84", "chrF": "51.77", "TER": "56.10", "d-BLEU": "34.00",
+                                 "tok BLEU": "30.10"}}
+    table = parse_table(format_table(rows, "baseline", False, ("bleu", "chrf")))
+    assert table["a_much_longer_system"] == {"BLEU": "29.84", "BLEU diff": "+1.09", "BLEU p-value": "0.0120*",
+                                             "chrF": "51.77", "chrF diff": "+0.0031", "chrF p-value": "0.5000"}
+    assert table["baseline"]["BLEU diff"] == "-"
+    assert parse_table("no table here\nsystem was down\n") == {}

@@ -41,6 +41,7 @@ import argparse
 import json
 import logging
 import os
+import re
 from typing import Dict, List, Optional, Sequence
 
 from fairseq_ctx.errors import install_excepthook
@@ -156,6 +157,44 @@ def format_table(rows: List[dict], baseline: Optional[str], tok: bool, metrics: 
                 line += f"{format_delta(r.get(delta)):>10}{_p(r.get(p)):>10}"
         lines.append(line)
     return "\n".join(lines)
+
+
+def parse_table(text: str) -> Dict[str, Dict[str, str]]:
+    """The first table :func:`format_table` printed in ``text``, read back
+    through its header: ``{system: {column title: cell as printed}}``, the
+    titles as printed (``BLEU``, ``chrF``, ``d-BLEU``, ``tok BLEU``; the
+    columns beside each score, when printed, as ``"BLEU diff"``,
+    ``"BLEU p-value"``). The name column is as wide as the header says and
+    every other column 10 characters, as :func:`format_table` writes them;
+    the rows end at the first line that is not one. ``{}`` when no table was
+    printed. Scripts that record what a user saw (the first command's and a
+    newcomer's records) read the table with this, so its layout is decided
+    here only."""
+    lines = text.splitlines()
+    for i, head in enumerate(lines):
+        if not head.startswith("system "):
+            continue
+        # the name column ends where BLEU's right-aligned 10-character column begins
+        first = re.match(r"system +BLEU", head)
+        width = first.end() - 10 if first else 0
+        if width < len("system") or (len(head) - width) % 10:
+            continue
+        titles = [head[j:j + 10].strip() for j in range(width, len(head), 10)]
+        if not all(titles):
+            continue
+        for k, t in enumerate(titles):  # each score's diff and p-value columns follow it
+            if t in ("diff", "p-value"):
+                titles[k] = f"{titles[k - (1 if t == 'diff' else 2)]} {t}"
+        table: Dict[str, Dict[str, str]] = {}
+        for row in lines[i + 1:]:
+            cells = [row[j:j + 10].strip() for j in range(width, width + 10 * len(titles), 10)]
+            name = row[:width].strip()
+            if not name or " " in name or len(row.rstrip()) > width + 10 * len(titles) \
+                    or not re.fullmatch(r"-?\d+\.\d+", cells[0]):
+                break
+            table[name] = dict(zip(titles, cells))
+        return table
+    return {}
 
 
 def main(argv=None):
