@@ -49,6 +49,11 @@ def command_kind(argv: str) -> str:
     return "/".join(words[0].split("/")[-2:])
 
 
+def _empty_file() -> dict:
+    return {"tests": 0, "test_seconds": 0.0, "processes": 0, "process_cpu_s": 0.0, "process_wall_s": 0.0,
+            "by_command": {}}
+
+
 def aggregate(junit_xml: str, processes_tsv: str) -> dict:
     """Per test file: tests, their summed time, and the processes started on
     their behalf (every recorded process whose test is in that file, except
@@ -56,8 +61,7 @@ def aggregate(junit_xml: str, processes_tsv: str) -> dict:
     files = collections.OrderedDict()
     for case in ET.parse(junit_xml).iter("testcase"):
         name = case.get("classname", "").split(".")[-1] + ".py"
-        f = files.setdefault(name, {"tests": 0, "test_seconds": 0.0, "processes": 0, "process_cpu_s": 0.0,
-                                    "process_wall_s": 0.0, "by_command": {}})
+        f = files.setdefault(name, _empty_file())
         f["tests"] += 1
         f["test_seconds"] += float(case.get("time") or 0)
     unattributed = {"processes": 0, "process_cpu_s": 0.0}
@@ -74,8 +78,7 @@ def aggregate(junit_xml: str, processes_tsv: str) -> dict:
                 unattributed["processes"] += 1
                 unattributed["process_cpu_s"] += float(cpu)
                 continue
-            f = files.setdefault(m.group(1), {"tests": 0, "test_seconds": 0.0, "processes": 0, "process_cpu_s": 0.0,
-                                              "process_wall_s": 0.0, "by_command": {}})
+            f = files.setdefault(m.group(1), _empty_file())
             f["processes"] += 1
             f["process_cpu_s"] += float(cpu)
             f["process_wall_s"] += float(wall)
