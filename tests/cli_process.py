@@ -28,6 +28,11 @@ that importing torch or fairseq would print are not in its output: a test of
 a command's complete stderr (tests/test_warnings.py) runs a new interpreter
 (``fresh=True`` of tests.utils.run_cli). tests/test_registration.py and
 tests/test_console_scripts.py start new interpreters too.
+
+The Python children that a command starts itself (``sys.executable -m
+...``) are forked as well, through a zygote (tests/cli_zygote.py); a test
+that starts a driver directly uses :func:`python` or, for a shell script,
+:func:`env_with_python`.
 """
 import multiprocessing.process as _mp_process
 import os
@@ -43,8 +48,10 @@ _MainProcess = type(_mp_process.current_process())
 
 # Third-party libraries (none configures logging or starts a thread), then
 # fairseq with its import-time logging set-up held back (tests/cli_preload.py).
+# This module too: its _MainProcess is then the server's, which the zygote's
+# children (tests/cli_zygote.py) need, the zygote being a (daemonic) worker.
 PRELOAD = ["numpy", "torch", "torch._dynamo", "scipy.stats", "sklearn.metrics", "omegaconf", "hydra",
-           "tests.cli_preload"]
+           "tests.cli_preload", "tests.cli_process"]
 
 
 def _fresh_multiprocessing():
@@ -100,20 +107,29 @@ def _replay_at_first_fairseq_import():
     builtins.__import__, importlib.import_module = first_import, first_import_module
 
 
-def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path, script=False):
+def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path, script=False, launcher=None):
     """The body of the child process: ``python -m module *args``, or with
-    ``script`` ``python module *args`` (``module`` a file path)."""
-    import atexit
-    import io
-    import runpy
-
-    # stdio as a new interpreter would open it on these files
+    ``script`` ``python module *args`` (``module`` a file path), its stdio on
+    these files."""
     for fd, path, flags in ((0, stdin_path or os.devnull, os.O_RDONLY),
                             (1, out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                             (2, err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
         new = os.open(path, flags, 0o644)
         os.dup2(new, fd)
         os.close(new)
+    _run(module, args, cwd, env, fresh_path, script, launcher)
+
+
+def _run(module, args, cwd, env, fresh_path, script, launcher):
+    """``python -m module *args`` (``script``: ``python module *args``) in
+    this forked process, on file descriptors 0-2 as they are; its Python
+    children go through ``launcher`` (tests/cli_zygote.py) when given; exits
+    the process."""
+    import atexit
+    import io
+    import runpy
+
+    # stdio as a new interpreter would open it
     unbuffered = bool(env.get("PYTHONUNBUFFERED"))
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.open(0, "rb", closefd=False), encoding="utf-8")
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(
@@ -135,6 +151,8 @@ def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path, s
     # a new interpreter's sys.path, -m putting the cwd first, a script its directory
     sys.path[:] = [os.path.dirname(os.path.abspath(module)) if script else os.getcwd(), *fresh_path]
     sys.argv = [module, *args]
+    if launcher:
+        sys.executable = launcher
     _replay_at_first_fairseq_import()
     code = 0
     try:
@@ -166,10 +184,11 @@ def _child(module, args, cwd, env, stdin_path, out_path, err_path, fresh_path, s
 
 _CONTEXT = None
 _FRESH_PATH = None
+_LAUNCHER = None
 
 
 def _context():
-    global _CONTEXT, _FRESH_PATH
+    global _CONTEXT, _FRESH_PATH, _LAUNCHER
     if _CONTEXT is None:
         import json
         import multiprocessing
@@ -193,8 +212,46 @@ def _context():
                 del os.environ["OMP_NUM_THREADS"]
             else:
                 os.environ["OMP_NUM_THREADS"] = saved
+            _LAUNCHER = _start_zygote(ctx)
         _CONTEXT = ctx
     return _CONTEXT
+
+
+def _start_zygote(ctx):
+    """tests/cli_zygote.py's zygote, forked from the preloaded server; returns
+    its launcher's path once the zygote listens."""
+    import atexit
+    import shutil
+
+    from tests import cli_zygote
+
+    directory = tempfile.mkdtemp(prefix="zygote_")
+    atexit.register(shutil.rmtree, directory, True)
+    socket_path = os.path.join(directory, "socket")
+    launcher = cli_zygote.write_launcher(directory, socket_path)
+    zygote = ctx.Process(target=cli_zygote.serve, args=(socket_path, launcher, _FRESH_PATH, os.getpid()),
+                         daemon=True)
+    zygote.start()
+    end = time.time() + 120
+    while not os.path.exists(socket_path):
+        if not zygote.is_alive() or time.time() > end:
+            raise RuntimeError(f"the zygote of tests/cli_zygote.py did not start (exit status {zygote.exitcode})")
+        time.sleep(0.01)
+    return launcher
+
+
+def python():
+    """The Python command a test starts instead of ``sys.executable`` for a
+    command with Python children: ``python -m MODULE``/``python SCRIPT`` run
+    forked, their Python children too (tests/cli_zygote.py)."""
+    _context()
+    return _LAUNCHER
+
+
+def env_with_python(env):
+    """``env`` with the launcher's directory first on PATH, so that a shell
+    script's ``python3`` and ``python`` are :func:`python`."""
+    return {**env, "PATH": os.path.dirname(python()) + os.pathsep + env.get("PATH", "")}
 
 
 class CliProcess:
@@ -214,7 +271,7 @@ class CliProcess:
         ctx = _context()
         self._proc = ctx.Process(target=_child, args=(
             module, [str(a) for a in args], str(cwd), dict(env), stdin_path, self.out_path, self.err_path,
-            _FRESH_PATH, script))
+            _FRESH_PATH, script, _LAUNCHER))
         self._what = f"python {module}" if script else f"python -m {module}"
         self._proc.start()
         self.pid = self._proc.pid

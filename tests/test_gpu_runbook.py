@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from tests import cli_process
 from tests.utils import REPO
 
 
@@ -28,8 +29,10 @@ NO_DEADLINE = {"GPU_CALL_BUDGET_S": "5000"}
 
 
 def _start(args, env=None, cwd=REPO):
-    """A call in its own process group (a time limit kills the group)."""
-    return subprocess.Popen(args, cwd=cwd, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+    """A call in its own process group (a time limit kills the group); its
+    python3 forked, with its Python children (tests/cli_zygote.py)."""
+    return subprocess.Popen(args, cwd=cwd, env=cli_process.env_with_python(
+                                {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 

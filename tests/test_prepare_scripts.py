@@ -28,6 +28,7 @@ import pytest
 
 from fairseq_ctx_prep import archives, files, wmt14_en_de, wmt16_ro_en, wmt17_zh_en
 from fairseq_ctx_prep import text as prep_text
+from tests import cli_process
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -130,7 +131,8 @@ def train_tags(sents, lang):
 
 
 def run_script(name, *args, check=True):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # python3 forked, and its fairseq-preprocess (tests/cli_zygote.py)
+    env = cli_process.env_with_python(dict(os.environ, OMP_NUM_THREADS="1"))
     proc = subprocess.run(["bash", str(REPO / "scripts" / f"prepare-{name}.sh"), *map(str, args)],
                           capture_output=True, text=True, env=env, timeout=300)
     if check and proc.returncode != 0:

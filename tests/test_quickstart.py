@@ -7,6 +7,7 @@ their first descent; a re-run decodes without training again, a re-run with
 another --updates stops; bad names and corpus directories stop with one line
 before anything is prepared or trained."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import pytest
 import sacrebleu
 
+from tests import cli_process
 from tests.utils import REPO, make_parallel_data, preprocess
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -25,7 +27,7 @@ def _quickstart(data, out, *archs, updates="5"):
     return subprocess.run(
         ["bash", "scripts/quickstart.sh", "--data", str(data), "--out", str(out), "--updates", updates,
          "--threads", "1", "--calibration-updates", "6", "--archs", *archs],
-        cwd=REPO, capture_output=True, text=True, timeout=600)
+        cwd=REPO, env=cli_process.env_with_python(dict(os.environ)), capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.unit

@@ -16,6 +16,7 @@ from fairseq_ctx.study.pronouns import build, flip, gender, mine
 from fairseq_ctx.study.train import _VALID_RE, should_stop
 from fairseq_ctx.study import runs
 from fairseq_ctx.study.runs import SMOKE, STUDY
+from tests import cli_process
 from tests.utils import REPO, preprocess
 
 
@@ -426,7 +427,8 @@ def _tiny_bible(root):
 
 
 def _study(data, out, results, *args, wait=True):
-    cmd = [sys.executable, "-m", "fairseq_ctx.study", "--smoke", "--data", str(data), "--out", str(out),
+    # forked, with every Python child it starts (tests/cli_zygote.py)
+    cmd = [cli_process.python(), "-m", "fairseq_ctx.study", "--smoke", "--data", str(data), "--out", str(out),
            "--results", str(results), *args]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     if not wait:
@@ -470,13 +472,15 @@ def test_study_smoke_interrupt_resume(tmp_path):
         assert rec["train_data"] == str(data / "study" / "bin") and rec["precision"] == "fp32"
         assert rec["device"] == "cpu" and rec["budget"] == SMOKE.budget and len(rec["commit"]) >= 40
         assert [h["epoch"] for h in rec["history"]] == [1, 2]
-        assert 0 < rec["history"][0]["cpu"] <= rec["history"][1]["train_seconds"]
+        # recorded; the children here are forked and stood in for by a launcher
+        # (tests/cli_zygote.py), whose own CPU is what the driver sees: the
+        # measurement itself is test_a_childs_cpu_time_is_measured's
+        assert 0 <= rec["history"][0]["cpu"] <= rec["history"][1]["train_seconds"]
         assert 0 <= rec["bleu"] <= 100 and rec["signature"].startswith("nrefs:1|")
         assert 0 <= rec["chrf"] <= 100 and rec["chrf_signature"].startswith("nrefs:1|")
         valid = json.loads((out / rec["name"] / "eval" / "valid.json").read_text())
         assert rec["valid_loss"] == valid["valid_loss"] > 0
-        # the decoding process's own CPU time (fairseq-generate imports alone take seconds)
-        assert 0.5 < rec["decode_cpu_seconds"] and rec["decode_seconds"] > 0
+        assert rec["decode_cpu_seconds"] >= 0 and rec["decode_seconds"] > 0
         # the usage report, run by the driver on the averaged model: the
         # balanced context test per condition and class, CXMI
         usage = json.loads((out / rec["name"] / "eval" / "usage.json").read_text())
@@ -567,8 +571,8 @@ def test_study_smoke_interrupt_resume(tmp_path):
     # translations, usage reports and every run's train.done and logs are
     # copied to OUT
     result_dir = tmp_path / "gpu-out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", JOBS="1", EVAL_RESERVE_S="0", OUT=str(result_dir),
-               STUDY_OUT=str(out), STUDY_RESULTS=str(results))
+    env = cli_process.env_with_python(dict(os.environ, OMP_NUM_THREADS="1", JOBS="1", EVAL_RESERVE_S="0",
+                                           OUT=str(result_dir), STUDY_OUT=str(out), STUDY_RESULTS=str(results)))
     restored = _study(data, out, results, "--runs", "transformer", "concat", "--stage", "all")
     assert restored.returncode == 0, restored.stderr[-3000:]
     start = time.time()
@@ -588,6 +592,19 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert (result_dir / "study" / "study" / "usage" / "concat.json").exists()
     assert json.loads((result_dir / "study" / "runs" / "concat" / "train.done").read_text())["budget"] == SMOKE.budget
     assert (result_dir / "study" / "runs" / "transformer-wide" / "logs" / "epoch-001.log").exists()
+
+
+def test_a_childs_cpu_time_is_measured(tmp_path):
+    """The CPU seconds recorded per epoch and per decoding are the child's
+    own (a new interpreter here: in the smoke run the children are forked)."""
+    from fairseq_ctx.study.train import _run_until, children_cpu_seconds
+
+    burn = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass"
+    start, before = time.time(), children_cpu_seconds()
+    with open(tmp_path / "log", "w") as log:
+        assert _run_until([sys.executable, "-c", burn], log, None) == 0
+    cpu = children_cpu_seconds() - before
+    assert 0.6 <= cpu <= time.time() - start
 
 
 def test_a_deadline_stops_training_and_starts_nothing_after_it(tmp_path):

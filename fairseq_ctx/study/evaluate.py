@@ -9,14 +9,13 @@ skipped when that output exists, so evaluation resumes like training.
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import time
 from typing import Dict, List, Optional
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import StudyError, history, run_dir, settings_of
+from fairseq_ctx.study.train import StudyError, children_cpu_seconds, history, run_dir, settings_of
 
 BEAM = 4
 GENERATE = ["--gen-subset", "test", "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
@@ -96,11 +95,9 @@ def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, setting
         log = os.path.join(eval_dir(out, run), tag + ".log")
         cmd = [sys.executable, "-m", "fairseq_cli.generate", bin_dir, "--user-dir", user_dir, "--path", ckpt,
                *run.task_flags, *GENERATE, *device_flags(device)] + (["--shuffle-context"] if shuffled else [])
-        start, before = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        start, before = time.time(), children_cpu_seconds()
         _call(cmd, log, f"{run.name}: fairseq-generate")
-        seconds, after = time.time() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
-        # CPU time as well: wall time on a machine whose cores also train says little
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        seconds, cpu = time.time() - start, children_cpu_seconds() - before
         hyps = read_generate_log(log, n_refs)
         with open(hyp_path + ".part", "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)

@@ -242,6 +242,14 @@ def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings:
         lock.close()  # releases the lock
 
 
+def children_cpu_seconds() -> float:
+    """User + system CPU seconds of this process's ended and waited-for
+    children so far: a child's own CPU is the difference around its run
+    (wall time on a machine whose cores also train says little)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run_until(cmd: List[str], log, deadline: Optional[float]) -> int:
     """Run ``cmd`` to its end, or stop it at ``deadline`` (time.time()) and
     raise DeadlineReached; fairseq's last checkpoint stays, so the run
@@ -296,8 +304,7 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
         cmd = train_command(bin_dir, user_dir, out, run, epoch if settings.device == "cpu" else 0, settings)
         path = log_path(out, run, epoch)
         echo(f"[study] {run.name}: epoch {epoch}{'' if settings.device == 'cpu' else ' to the end'} (log {path})")
-        start = time.time()
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start, before = time.time(), children_cpu_seconds()
         with open(path, "w") as log:
             try:
                 code = _run_until(cmd, log, deadline)
@@ -305,8 +312,7 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
                 raise DeadlineReached(f"{run.name}: stopped at the deadline after "
                                       f"{(history(out, run) or [{'updates': 0}])[-1]['updates']} updates "
                                       f"(resumes with the same command)") from None
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        cpu = children_cpu_seconds() - before
         if code != 0:
             raise StudyError(f"{run.name}: fairseq-train failed (exit {code}); see {path}")
         got = [h for h in history(out, run) if h["epoch"] == epoch]
