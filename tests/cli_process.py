@@ -36,6 +36,7 @@ that starts a driver directly uses :func:`python` or, for a shell script,
 """
 import multiprocessing.process as _mp_process
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -148,8 +149,10 @@ def _run(module, args, cwd, env, fresh_path, script, launcher):
     # per CPU this process may run on
     import torch
     torch.set_num_threads(int(env.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0))))
-    # a new interpreter's sys.path, -m putting the cwd first, a script its directory
-    sys.path[:] = [os.path.dirname(os.path.abspath(module)) if script else os.getcwd(), *fresh_path]
+    # a new interpreter's sys.path: -m puts the cwd first, a script its
+    # directory; then PYTHONPATH's entries, made absolute from the cwd
+    pythonpath = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [os.path.dirname(os.path.abspath(module)) if script else os.getcwd(), *pythonpath, *fresh_path]
     sys.argv = [module, *args]
     if launcher:
         sys.executable = launcher
@@ -157,7 +160,7 @@ def _run(module, args, cwd, env, fresh_path, script, launcher):
     code = 0
     try:
         if script:
-            runpy.run_path(module, run_name="__main__")
+            _run_script(module)
         else:
             runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as e:
@@ -168,8 +171,11 @@ def _run(module, args, cwd, env, fresh_path, script, launcher):
         else:
             print(e.code, file=sys.stderr)
             code = 1
+    except KeyboardInterrupt:  # as the interpreter: the traceback, then death by SIGINT
+        _print_exception()
+        code = -signal.SIGINT
     except BaseException:
-        sys.excepthook(*sys.exc_info())
+        _print_exception()
         code = 1
     try:
         atexit._run_exitfuncs()
@@ -179,7 +185,41 @@ def _run(module, args, cwd, env, fresh_path, script, launcher):
                 stream.flush()
             except Exception:
                 pass
+        if code < 0:
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
         os._exit(code)
+
+
+def _run_script(path):
+    """``python PATH`` for a source file: ``__main__`` with an absolute
+    ``__file__`` while ``sys.argv[0]`` stays as given (runpy.run_path would
+    set both to the one path it is given)."""
+    import importlib.machinery
+    import io
+    import runpy
+    import types
+
+    absolute = os.path.abspath(path)
+    if not os.path.isfile(absolute) or not absolute.endswith(".py"):  # a directory or zip with __main__.py
+        runpy.run_path(path, run_name="__main__")
+        return
+    main = types.ModuleType("__main__")
+    main.__file__, main.__cached__ = absolute, None
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", absolute)
+    sys.modules["__main__"] = main
+    with io.open_code(absolute) as f:
+        code = compile(f.read(), absolute, "exec")
+    exec(code, main.__dict__)
+
+
+def _print_exception():
+    """The traceback of the exception being handled as the interpreter
+    prints it: from the command's first frame (not this file's or runpy's)."""
+    etype, value, tb = sys.exc_info()
+    while tb is not None and tb.tb_frame.f_globals.get("__name__") in (__name__, "runpy"):
+        tb = tb.tb_next
+    sys.excepthook(etype, value.with_traceback(tb), tb)  # the interpreter prints value.__traceback__
 
 
 _CONTEXT = None
@@ -194,10 +234,12 @@ def _context():
         import multiprocessing
 
         # sys.path of a new interpreter (without the entry of its script or
-        # -m), not pytest's: the child starts from it
+        # -m, nor PYTHONPATH's, which each command's environment gives), not
+        # pytest's: the child starts from it
         _FRESH_PATH = json.loads(subprocess.run(
             [sys.executable, "-c", "import json, sys; print(json.dumps(sys.path[1:]))"],
-            capture_output=True, text=True, check=True, cwd="/").stdout)
+            capture_output=True, text=True, check=True, cwd="/",
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}).stdout)
 
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(PRELOAD)
@@ -212,7 +254,11 @@ def _context():
                 del os.environ["OMP_NUM_THREADS"]
             else:
                 os.environ["OMP_NUM_THREADS"] = saved
+        try:
             _LAUNCHER = _start_zygote(ctx)
+        except (OSError, RuntimeError) as e:  # no pidfd_open, a socket path too long...
+            print(f"tests/cli_process.py: no zygote ({e}); a command's Python children are new interpreters",
+                  file=sys.stderr)
         _CONTEXT = ctx
     return _CONTEXT
 
@@ -245,13 +291,16 @@ def python():
     command with Python children: ``python -m MODULE``/``python SCRIPT`` run
     forked, their Python children too (tests/cli_zygote.py)."""
     _context()
-    return _LAUNCHER
+    return _LAUNCHER or sys.executable
 
 
 def env_with_python(env):
     """``env`` with the launcher's directory first on PATH, so that a shell
     script's ``python3`` and ``python`` are :func:`python`."""
-    return {**env, "PATH": os.path.dirname(python()) + os.pathsep + env.get("PATH", "")}
+    launcher = python()
+    if launcher == sys.executable:
+        return dict(env)
+    return {**env, "PATH": os.path.dirname(launcher) + os.pathsep + env.get("PATH", "")}
 
 
 class CliProcess:

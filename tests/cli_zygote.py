@@ -31,9 +31,12 @@ command, and stands in for it:
 What differs from real processes: a child's parent is the zygote, not the
 command that started it (``os.getppid()``); the CPU time its parent reads
 with ``getrusage(RUSAGE_CHILDREN)`` is the launcher's, not the command's
-(tests of such a measurement run a real interpreter); and a signal sent to
-a process group other than SIGKILL reaches the launchers in it, each
-passing it to its own child only.
+(tests of such a measurement run a real interpreter); what acts when a
+process starts does not (``LD_PRELOAD``, so the study's jemalloc, and
+``MALLOC_CONF``: tests/test_allocator.py runs real interpreters); every
+child has the server's hash seed, and its peak resident memory starts at
+the server's; and a signal sent to a process group other than SIGKILL
+reaches the launchers in it, each passing it to its own child only.
 
 The launcher half of this file imports only the standard library, and the
 zygote starts no thread (it forks).
@@ -76,39 +79,47 @@ def launch(socket_path, python, argv):
     """The launcher's body: run ``python *argv`` in a forked child (or exec
     the real interpreter), and exit as that child exits."""
     command = _command(argv)
-    conn = None
-    if command is not None:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            conn.connect(socket_path)
-            cwd = os.getcwd()
-        except OSError:
-            conn.close()
-            conn = None
-    if conn is None:
+    if command is None:
         os.execv(python, [python, *argv])
-    module, args, script = command
-    fds = []
-    for fd in (0, 1, 2):
+    for fd in (0, 1, 2):  # a closed one gets /dev/null, before the socket could take its number
         try:
             os.fstat(fd)
-            fds.append(fd)
-        except OSError:  # closed: the child gets /dev/null, as an interpreter would fail otherwise
-            fds.append(os.open(os.devnull, os.O_RDWR))
-    payload = json.dumps({"module": module, "args": args, "script": script, "cwd": cwd,
-                          "env": dict(os.environ)}).encode()
-    socket.send_fds(conn, [_INT.pack(len(payload))], fds)
-    conn.sendall(payload)
-    pid, = _INT.unpack(_recv_exactly(conn, 4))
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(socket_path)
+        cwd = os.getcwd()
+    except OSError:
+        conn.close()
+        os.execv(python, [python, *argv])
+    module, args, script = command
+    # a signal before the request is out waits for it (its bytes must not split the request's)
+    pending = []
 
     def relay(signum, frame):
-        conn.sendall(_INT.pack(signum))
+        if pending is None:
+            try:
+                conn.sendall(_INT.pack(signum))
+            except OSError:  # the child has ended and the zygote closed the connection
+                pass
+        else:
+            pending.append(signum)
 
     for signum in RELAYED:
         signal.signal(signum, relay)
+    payload = json.dumps({"module": module, "args": args, "script": script, "cwd": cwd,
+                          "env": dict(os.environ)}).encode()
+    socket.send_fds(conn, [_INT.pack(len(payload))], [0, 1, 2])
+    conn.sendall(payload)
+    queued, pending = pending, None
+    for signum in queued:  # the zygote reads them once the child is forked
+        relay(signum, None)
+    _INT.unpack(_recv_exactly(conn, 4))  # the child's pid
     status, = _INT.unpack(_recv_exactly(conn, 4))
     if status < 0:
-        signal.signal(-status, signal.SIG_DFL)
+        if -status not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(-status, signal.SIG_DFL)
         os.kill(os.getpid(), -status)
     os._exit(status & 0xFF)
 
@@ -128,7 +139,9 @@ def serve(socket_path, launcher, fresh_path, owner):
     launcher's signals, tell the launcher its exit status, and kill its group
     if the launcher dies first. ``socket_path`` appears once it listens. It
     ends with the process ``owner`` (the pytest process that started it: an
-    xdist worker ends without running ``atexit``), removing its directory."""
+    xdist worker ends without running ``atexit``) or at SIGTERM (``atexit``
+    of multiprocessing), killing the groups of the children still running
+    and removing its directory; SIGINT (Ctrl-C at pytest) is pytest's."""
     import selectors
     import shutil
 
@@ -141,100 +154,124 @@ def serve(socket_path, launcher, fresh_path, owner):
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    selector = selectors.DefaultSelector()
-    selector.register(listener, selectors.EVENT_READ)
-    selector.register(wake_r, selectors.EVENT_READ)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     owner_fd = os.pidfd_open(owner)  # readable once the owner has ended
-    selector.register(owner_fd, selectors.EVENT_READ)
+    selector = selectors.DefaultSelector()
+    for fileobj in (listener, wake_r, owner_fd):
+        selector.register(fileobj, selectors.EVENT_READ)
     pid_of = {}   # launcher connection -> its child, while both are there
     conn_of = {}  # child not yet reaped -> its launcher's connection (None once gone)
 
-    def close(conn):
+    def shut_down(*_):
+        for pid in conn_of:
+            _kill_group(pid)
+        shutil.rmtree(os.path.dirname(socket_path), ignore_errors=True)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, shut_down)
+
+    def drop(conn):
         selector.unregister(conn)
         conn.close()
-        conn_of[pid_of.pop(conn)] = None
+        pid = pid_of.pop(conn)
+        if pid in conn_of:
+            conn_of[pid] = None
+
+    def accept():
+        conn, _ = listener.accept()
+        fds = []
+        try:
+            head, fds, _, _ = socket.recv_fds(conn, _INT.size, 3)
+            request = json.loads(_recv_exactly(conn, _INT.unpack(head)[0]))
+            pid = os.fork()
+        except (OSError, EOFError, struct.error, ValueError):  # a launcher that died while asking; no fork
+            for fd in fds:
+                os.close(fd)
+            conn.close()
+            return
+        if pid == 0:
+            for fileobj in (listener, conn, *pid_of):
+                fileobj.close()
+            selector.close()
+            signal.set_wakeup_fd(-1)
+            for fd in (wake_r, wake_w, owner_fd):
+                os.close(fd)
+            for signum, handler in ((signal.SIGCHLD, signal.SIG_DFL), (signal.SIGTERM, signal.SIG_DFL),
+                                    (signal.SIGINT, signal.default_int_handler)):
+                signal.signal(signum, handler)
+            _child(request, fds, launcher, fresh_path)
+        try:  # in both processes, so that the group exists before either goes on
+            os.setpgid(pid, pid)
+        except OSError:  # the child already did, or already exited
+            pass
+        for fd in fds:
+            os.close(fd)
+        pid_of[conn], conn_of[pid] = pid, conn
+        selector.register(conn, selectors.EVENT_READ)
+        try:
+            conn.sendall(_INT.pack(pid))
+        except OSError:  # the launcher is gone: its EOF comes next
+            pass
+
+    def reap():
+        while True:
+            try:
+                if not os.read(wake_r, 512):
+                    break
+            except BlockingIOError:
+                break
+        while conn_of:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = conn_of.pop(pid, None)
+            if conn is not None:
+                try:
+                    conn.sendall(_INT.pack(os.waitstatus_to_exitcode(status)))
+                except OSError:
+                    pass
+                drop(conn)
+
+    def from_launcher(conn):
+        pid = pid_of.get(conn)
+        if pid is None:  # dropped earlier in this round (its child was reaped)
+            return
+        try:
+            data = conn.recv(_INT.size)
+        except OSError:
+            data = b""
+        if len(data) == _INT.size:
+            try:
+                os.kill(pid, _INT.unpack(data)[0])
+            except OSError:
+                pass
+            return
+        _kill_group(pid)  # the launcher is gone: so goes its child, with its group
+        drop(conn)
 
     while True:
         for key, _ in selector.select():
             if key.fileobj == owner_fd:
-                shutil.rmtree(os.path.dirname(socket_path), ignore_errors=True)
-                os._exit(0)
-            if key.fileobj is listener:
-                conn, _ = listener.accept()
-                fds = []
-                try:
-                    head, fds, _, _ = socket.recv_fds(conn, _INT.size, 3)
-                    request = json.loads(_recv_exactly(conn, _INT.unpack(head)[0]))
-                except (OSError, EOFError, struct.error, ValueError):  # a launcher that died while asking
-                    for fd in fds:
-                        os.close(fd)
-                    conn.close()
-                    continue
-                pid = os.fork()
-                if pid == 0:
-                    for fileobj in (listener, conn, *pid_of):
-                        fileobj.close()
-                    selector.close()
-                    signal.set_wakeup_fd(-1)
-                    for fd in (wake_r, wake_w, owner_fd):
-                        os.close(fd)
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    _child(request, fds, launcher, fresh_path)
-                # in both processes, so that the group exists before either goes on
-                try:
-                    os.setpgid(pid, pid)
-                except OSError:  # the child already did, or already exited
-                    pass
-                for fd in fds:
-                    os.close(fd)
-                try:
-                    conn.sendall(_INT.pack(pid))
-                except OSError:
-                    pass
-                pid_of[conn], conn_of[pid] = pid, conn
-                selector.register(conn, selectors.EVENT_READ)
+                shut_down()
+            elif key.fileobj is listener:
+                accept()
             elif key.fileobj == wake_r:
-                while True:
-                    try:
-                        if not os.read(wake_r, 512):
-                            break
-                    except BlockingIOError:
-                        break
-                while conn_of:
-                    try:
-                        pid, status = os.waitpid(-1, os.WNOHANG)
-                    except ChildProcessError:
-                        break
-                    if pid == 0:
-                        break
-                    conn = conn_of.pop(pid, None)
-                    if conn is not None:
-                        try:
-                            conn.sendall(_INT.pack(os.waitstatus_to_exitcode(status)))
-                        except OSError:
-                            pass
-                        selector.unregister(conn)
-                        conn.close()
-                        del pid_of[conn]
+                reap()
             else:
-                conn = key.fileobj
-                try:
-                    data = conn.recv(_INT.size)
-                except OSError:
-                    data = b""
-                pid = pid_of[conn]
-                if len(data) == _INT.size:
-                    try:
-                        os.kill(pid, _INT.unpack(data)[0])
-                    except OSError:
-                        pass
-                    continue
-                # the launcher is gone: so goes its child, with its group
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    os.kill(pid, signal.SIGKILL)
-                close(conn)
+                from_launcher(key.fileobj)
+
+
+def _kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _child(request, fds, launcher, fresh_path):

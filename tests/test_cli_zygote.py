@@ -13,8 +13,16 @@ import pytest
 from tests import cli_process
 
 COMMAND = textwrap.dedent("""\
-    import os, subprocess, sys
-    print("argv", sys.argv, "name", __name__, "cwd", os.getcwd(), "env", os.environ.get("ZYGOTE_TEST"))
+    import os, signal, subprocess, sys
+    print("argv", sys.argv, "name", __name__, "cwd", os.getcwd(), "env", os.environ.get("ZYGOTE_TEST"), flush=True)
+    if "--wait" in sys.argv:  # until a SIGTERM, which it answers
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))
+        print("waiting", flush=True)
+        signal.pause()
+    if "--self-kill" in sys.argv:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if "--interrupt" in sys.argv:
+        raise KeyboardInterrupt
     print("read", sys.stdin.read().strip())
     print("to stderr", file=sys.stderr)
     if "--mp" in sys.argv:  # a program's own worker process (fairseq's data loader starts them)
@@ -27,9 +35,6 @@ COMMAND = textwrap.dedent("""\
     if "--nested" in sys.argv:
         child = subprocess.run([sys.executable, "-m", "kid", "inner", "--mp"], capture_output=True, text=True, input="x")
         print("child", child.returncode, child.stdout.replace(os.linesep, " | "), child.stderr.strip())
-    if "--wait" in sys.argv:
-        import time
-        time.sleep(120)
     if "--sleep" in sys.argv:
         with open("command.pid", "w") as f:
             f.write(str(os.getpid()))
@@ -48,21 +53,32 @@ COMMAND = textwrap.dedent("""\
 @pytest.fixture
 def work(tmp_path):
     (tmp_path / "kid.py").write_text(COMMAND)
+    (tmp_path / "elsewhere").mkdir()
     return tmp_path
 
 
-def _run(python, args, cwd, **kwargs):
-    env = dict(os.environ, ZYGOTE_TEST="seen", PYTHONPATH=str(cwd))
+def _run(python, args, cwd, pythonpath):
+    env = dict(os.environ, ZYGOTE_TEST="seen", PYTHONPATH=pythonpath)
     return subprocess.run([python, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
-                          input="some input\n", **kwargs)
+                          input="some input\n")
 
 
-@pytest.mark.parametrize("form", [["kid.py", "a", "b"], ["-m", "kid", "a"], ["kid.py", "--nested"]])
+@pytest.mark.parametrize("form", [["kid.py", "a", "b"], ["-m", "kid", "a"], ["kid.py", "--nested"],
+                                  ["kid.py", "--self-kill"], ["kid.py", "--interrupt"]])
 def test_a_command_prints_reads_and_exits_as_in_a_new_interpreter(work, form):
-    real = _run(sys.executable, form, work)
-    forked = _run(cli_process.python(), form, work)
+    real = _run(sys.executable, form, work, str(work))
+    forked = _run(cli_process.python(), form, work, str(work))
     assert (forked.returncode, forked.stdout, forked.stderr) == (real.returncode, real.stdout, real.stderr)
-    assert real.returncode == 3 and "read some input" in real.stdout and "env seen" in real.stdout
+    assert real.returncode == {"--self-kill": -signal.SIGKILL, "--interrupt": -signal.SIGINT}.get(form[-1], 3)
+
+
+def test_a_module_is_found_through_pythonpath_from_another_directory(work):
+    """PYTHONPATH as the command's environment gives it (relative: from its
+    working directory), not as pytest's was."""
+    for pythonpath in (str(work), ".."):
+        real = _run(sys.executable, ["-m", "kid", "a"], work / "elsewhere", pythonpath)
+        forked = _run(cli_process.python(), ["-m", "kid", "a"], work / "elsewhere", pythonpath)
+        assert (forked.returncode, forked.stdout) == (real.returncode, real.stdout) and real.returncode == 3
 
 
 def test_the_command_and_its_python_children_are_forked(work):
@@ -84,13 +100,13 @@ def test_the_command_and_its_python_children_are_forked(work):
 
 
 def test_a_signal_to_the_launcher_is_the_commands(work):
+    """SIGTERM reaches the command, which answers it (exit 7), as a real one."""
     for python in (sys.executable, cli_process.python()):
-        proc = subprocess.Popen([python, "kid.py", "--wait"], cwd=work, stdin=subprocess.PIPE,
+        proc = subprocess.Popen([python, "kid.py", "--wait"], cwd=work, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        proc.stdin.close()
-        assert proc.stdout.readline().startswith("argv")
+        assert proc.stdout.readline().startswith("argv") and proc.stdout.readline() == "waiting\n"
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == -signal.SIGTERM
+        assert proc.wait(60) == 7, python
 
 
 def _wait_gone(pid, timeout=30):
