@@ -41,9 +41,9 @@ def tier(marks):
 
 
 # The files whose tests take longest (their commands' processes included),
-# slowest first, as measured on the 2-core machine (2026-11-28, the README's
-# test command beside two training jobs, pytest's JUnit times; 40-780 s
-# each there, the rest under 40 s). They run first: with the README's `-n 2
+# slowest first, as measured on the 2-core machine (2026-11-28, commit
+# 5b043e2, the README's test command beside two training jobs, pytest's
+# JUnit times; 45-353 s each there, the rest under 45 s). They run first: with the README's `-n 2
 # --dist loadfile --no-loadscope-reorder` xdist hands whole files to its two
 # workers in collection order, so the long ones start early and the short
 # ones fill in at the end, instead of one worker finishing a long file
@@ -52,12 +52,11 @@ def tier(marks):
 # speed depends on it. The tiers need no order (-m unit runs in seconds a
 # file); no file of unit tests only belongs here (tests/test_tiers.py).
 SLOWEST_FILES_FIRST = (
-    "test_precision.py", "test_study.py", "test_foreach_optim.py", "test_benchmark.py", "test_quickstart.py",
-    "test_shipped_model.py", "test_prepare_scripts.py", "test_gpu_runbook.py", "test_fifth_architecture.py",
-    "test_contract.py", "test_warnings.py", "test_registration.py", "test_scale_out.py", "test_attribution.py",
-    "test_sdpa_policy.py", "test_tables.py", "test_translate.py", "test_fused_attention_layout.py",
-    "test_hostile_input.py", "test_bible.py", "test_document_task.py", "test_threads.py",
-    "test_target_context_translation.py", "test_hydra.py",
+    "test_foreach_optim.py", "test_precision.py", "test_fifth_architecture.py", "test_shipped_model.py",
+    "test_benchmark.py", "test_contract.py", "test_warnings.py", "test_registration.py", "test_study.py",
+    "test_scale_out.py", "test_attribution.py", "test_quickstart.py", "test_gpu_runbook.py", "test_tables.py",
+    "test_sdpa_policy.py", "test_translate.py", "test_prepare_scripts.py", "test_hydra.py", "test_bible.py",
+    "test_hostile_input.py", "test_document_task.py", "test_prepare_corpus.py",
 )
 
 
