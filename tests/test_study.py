@@ -592,6 +592,13 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert (result_dir / "study" / "study" / "usage" / "concat.json").exists()
     assert json.loads((result_dir / "study" / "runs" / "concat" / "train.done").read_text())["budget"] == SMOKE.budget
     assert (result_dir / "study" / "runs" / "transformer-wide" / "logs" / "epoch-001.log").exists()
+    # and --stage status says so
+    status = _study(data, out, results, "--runs", "transformer", "concat", "transformer-wide", "--stage", "status")
+    assert status.returncode == 0, status.stderr[-3000:]
+    states = {line.split()[0]: line.split(None, 4)[4] for line in status.stdout.splitlines()[1:4]}
+    assert states == {"transformer": "evaluated", "concat": "evaluated",
+                      "transformer-wide": "stopped (resumes with the same command)"}
+    assert "2 of 3 runs trained (2 evaluated), 0 training now" in status.stdout
 
 
 def test_a_childs_cpu_time_is_measured(tmp_path):
@@ -738,3 +745,60 @@ def test_the_study_errors_carry_the_one_prefix(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         runs.by_name(["no-such-run"])
     assert str(e.value).startswith(f"{ERROR_PREFIX}--runs: unknown run(s) no-such-run")
+
+
+@pytest.mark.unit
+def test_status_reads_where_every_run_stands_and_touches_nothing(tmp_path, capsys):
+    """``--stage status``: each run's state, updates, resume point and CPU
+    minutes, the process holding a run's lock (from /proc/locks: asking
+    takes no lock), and the training left at the measured rates (a run's
+    own, else its architecture's, else every run's; a budget not known yet
+    is named, not guessed). Nothing under --out changes."""
+    import fcntl
+
+    from fairseq_ctx.study.__main__ import main
+    from fairseq_ctx.study.status import lock_holder
+
+    def write(path, text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    # the baseline: trained (not evaluated), 3.0 CPU s an update
+    write(tmp_path / "transformer" / "logs" / "epoch-001.log", _valid(1, 4.4, 4000) + _end(1))
+    write(tmp_path / "transformer" / "logs" / "epoch-001.cpu", "12000")
+    write(tmp_path / "transformer" / "train.done", json.dumps({"updates": 4000, "train_seconds": 12000.0,
+                                                               "budget": 4000}))
+    # the wide baseline: one finished epoch (250 updates, 500 CPU s), an
+    # interval checkpoint at 200, 300 updates logged in epoch 2; in training
+    wide = tmp_path / "transformer-wide"
+    write(wide / "logs" / "epoch-001.log", _valid(1, 6.0, 200) + _valid(1, 5.9, 250) + _end(1))
+    write(wide / "logs" / "epoch-001.cpu", "500")
+    write(wide / "logs" / "epoch-002.log", "x | INFO | train_inner | epoch 002:  50 / 250 loss=5.1, num_updates=300\n")
+    write(wide / "checkpoint_1_200.pt", "")
+    held = open(wide / "train.lock", "w")
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    # the context encoder: killed before its first validation
+    write(tmp_path / "transformer_ctxenc" / "logs" / "epoch-001.log", "x | INFO | fairseq_cli.train | started\n")
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+
+    names = ["transformer", "transformer-wide", "transformer_ctxenc", "transformer_dc", "concat-equal-data"]
+    main(["--out", str(tmp_path), "--stage", "status", "--runs", *names])
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split(None, 4)[1:] for line in lines[1:6]}
+    assert rows == {
+        "transformer": ["4000/4000", "4000", "200.0", "trained"],
+        "transformer-wide": ["300/4000", "250", "8.3", f"training (pid {os.getpid()})"],
+        "transformer_ctxenc": ["0/4000", "0", "0.0", "stopped (resumes with the same command)"],
+        "transformer_dc": ["0/4000", "0", "0.0", "not started"],
+        "concat-equal-data": ["0/?", "0", "0.0", "not started"],  # concat has no epoch yet
+    }
+    assert lines[6] == "1 of 5 runs trained (0 evaluated), 1 training now"
+    # wide: (4000 - 250) x 2.0 s; ctxenc and dc: 4000 x the mean of 3.0 and 2.0
+    assert lines[7] == (f"training left: about {(3750 * 2.0 + 2 * 4000 * 2.5) / 3600:.1f} CPU hours for 3 runs at "
+                        f"the rates measured so far; not counted, budget or rate not known yet: concat-equal-data")
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+    held.close()
+    assert lock_holder(str(wide / "train.lock")) is None
+
+    with pytest.raises(SystemExit, match="--out .*: no such directory"):
+        main(["--out", str(tmp_path / "elsewhere"), "--stage", "status"])

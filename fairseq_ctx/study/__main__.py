@@ -3,12 +3,13 @@
     OMP_NUM_THREADS=1 taskset -c 1 python3 -m fairseq_ctx.study --data data/bible --out runs/study
 
 Re-running the same command continues where it stopped: finished runs are
-skipped, an interrupted run resumes from its last finished epoch, and every
+skipped, an interrupted run resumes from its last checkpoint, and every
 evaluation step whose output exists is skipped.  ``--stage train`` only
 trains; ``--stage evaluate`` only evaluates what has finished training (so it
-can run on another core while training goes on).  Results:
-``benchmarks/study-bible.json`` (one record per run) and figures in
-``benchmarks/study-bible/``.
+can run on another core while training goes on); ``--stage status`` prints
+where every run stands and the training left, without touching anything.  Results:
+``benchmarks/study-bible-budget.json`` (one record per run) and figures in
+``benchmarks/study-bible-budget/``.
 """
 import argparse
 import json
@@ -35,7 +36,9 @@ def parse_args(argv=None):
                    help="results JSON; figures go to the directory of the same name without .json")
     p.add_argument("--runs", nargs="+", help="only these runs (default: all, in order): "
                    + ", ".join(r.name for r in study_runs.RUNS))
-    p.add_argument("--stage", choices=["train", "evaluate", "all"], default="all")
+    p.add_argument("--stage", choices=["train", "evaluate", "all", "status"], default="all",
+                   help="status: print each run's state, updates and CPU minutes and the training left, read "
+                        "from --out alone (nothing is started, written or locked)")
     p.add_argument("--threads", type=int, default=1, help="OMP threads of every child process (default 1)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                    help="where fairseq trains and decodes (cuda: the same recipe on the GPU; each record says "
@@ -266,6 +269,13 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
 
 def main(argv=None):
     opts = parse_args(argv)
+    selected = study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
+    if opts.stage == "status":
+        from fairseq_ctx.study.status import report
+
+        if not os.path.isdir(opts.out):
+            sys.exit(f"{ERROR_PREFIX}--out {opts.out}: no such directory (no study has run there)")
+        return echo(report(opts.out, selected, study_runs.SMOKE if opts.smoke else study_runs.STUDY))
     bin_dir = os.path.join(opts.data, "bin")
     for needed in (os.path.join(bin_dir, "dict.es.txt"), os.path.join(opts.data, "spm", "spm.model")):
         if not os.path.exists(needed):
@@ -273,7 +283,6 @@ def main(argv=None):
                      f"(run: bash scripts/prepare-bible.sh --dest {opts.data})")
     os.environ["OMP_NUM_THREADS"] = str(opts.threads)
     user_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    selected = study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
     opts.settings = replace(study_runs.SMOKE if opts.smoke else study_runs.STUDY, device=opts.device)
     if opts.jobs < 1:
         sys.exit(f"{ERROR_PREFIX}--jobs must be at least 1")
