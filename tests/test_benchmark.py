@@ -1,6 +1,5 @@
 """scripts/benchmark.py runs end to end and reports ratios against transformer,
 each speed ratio beside its FLOP bound."""
-import importlib.util
 import json
 import math
 import os
@@ -10,14 +9,11 @@ import pytest
 import torch
 
 from tests import cli_process
-from tests.utils import REPO, build_model, make_parallel_data, preprocess
+from tests.utils import REPO, build_model, load_script, make_parallel_data, preprocess
 
 
 def _benchmark_module():
-    spec = importlib.util.spec_from_file_location("benchmark_script", os.path.join(REPO, "scripts", "benchmark.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmark")
 
 
 def _benchmark(*args):

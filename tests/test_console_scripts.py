@@ -3,7 +3,6 @@ its ``--help`` exits 0, shows an example and imports neither torch nor
 fairseq. Timing is
 ``scripts/benchmark_help.py``'s business, not a test's."""
 import importlib.metadata
-import importlib.util
 import json
 import os
 import re
@@ -13,14 +12,11 @@ import sys
 
 import pytest
 
-from tests.utils import REPO
+from tests.utils import REPO, load_script
 
 
 def _benchmark_help():
-    spec = importlib.util.spec_from_file_location("benchmark_help", os.path.join(REPO, "scripts", "benchmark_help.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmark_help")
 
 
 SCRIPTS = _benchmark_help().console_scripts()

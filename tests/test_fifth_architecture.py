@@ -31,7 +31,6 @@ page lacks), or when the page's order or count is not the build's.
 """
 import fnmatch
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -44,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.utils import REPO
+from tests.utils import REPO, load_script
 
 DOC = REPO / "docs" / "adding-an-architecture.md"
 FIXTURE = REPO / "tests" / "fixtures" / "fifth_architecture"
@@ -53,10 +52,7 @@ COPIED = ("docs", "README.md", "setup.py")  # beside mutation_check's COPIED: th
 
 
 def _mutation_check():
-    spec = importlib.util.spec_from_file_location("mutation_check_script", REPO / "scripts" / "mutation_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("mutation_check")
 
 
 def page_rows():

@@ -9,13 +9,12 @@ compare weights, float32 masters, Adam moments, gradient norms and the loss
 scale after 20 updates."""
 import contextlib
 import copy
-import importlib.util
 import math
 
 import pytest
 import torch
 
-from tests.utils import REPO, generate_in_process, validate
+from tests.utils import generate_in_process, load_script, validate
 
 MAX_DIFF = 1e-6
 UPDATES = 20
@@ -35,16 +34,8 @@ BUDGET = {
 BASELINE_LIMIT = 900  # the baseline's update, fp32 and bf16 alike
 
 
-def _script(name):
-    """scripts/NAME.py as a module."""
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _update_ops():
-    return _script("update_ops")
+    return load_script("update_ops")
 
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -72,7 +63,7 @@ def _train(data_bin, optimizer, precision, device, extra=()):
     # rounded once (the CPU's own half GEMM is a reference loop, ~100x
     # slower): both optimizers see the same products, and what is compared,
     # the updates, masters and loss scaling, is untouched
-    gemms = (_script("precision_check").half_gemms_through_float32() if device == "cpu" and precision != "fp32"
+    gemms = (load_script("precision_check").half_gemms_through_float32() if device == "cpu" and precision != "fp32"
              else contextlib.nullcontext())
     with gemms:
         norms = _train_steps(trainer)

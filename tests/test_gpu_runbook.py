@@ -20,7 +20,7 @@ import time
 import pytest
 
 from tests import cli_process
-from tests.utils import REPO
+from tests.utils import REPO, load_script
 
 
 # the call's own deadline (450 s) cut to the machine's pace would stop a toy call on a
@@ -146,11 +146,7 @@ def test_benchmark_deadline_starts_no_child_that_would_not_end_in_time(monkeypat
     """``--deadline-s``: the first child always runs; after it, no child
     starts unless the longest child so far still fits; the rest are listed,
     and the results hold the children that ran."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("benchmark_script", os.path.join(REPO, "scripts", "benchmark.py"))
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("benchmark")
     ran = []
 
     def fake_child(opts, label, arch, flags, first=None):

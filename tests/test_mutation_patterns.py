@@ -4,24 +4,16 @@ replacement changes the file, and the tests it names exist. (The mutation
 check itself is slow and not part of the suite; this keeps its list from
 rotting when code moves. docs/mutation.md states how many mutants there are.)
 """
-import importlib.util
 import re
 
 import pytest
 
-from tests.utils import REPO
+from tests.utils import REPO, load_script
 
 pytestmark = pytest.mark.unit
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("mutation_check_script", REPO / "scripts" / "mutation_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MUTATION = _load()
+MUTATION = load_script("mutation_check")
 MUTANTS = MUTATION.MUTANTS
 
 

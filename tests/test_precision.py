@@ -10,26 +10,18 @@ depth in post-norm stacks; lengths are what make sums over positions grow),
 250-token sources, targets and contexts beside padded short ones, compared
 with float32 by the same code as ``scripts/precision_check.py --path``.
 """
-import importlib.util
 
 import pytest
 import torch
 
 import fairseq_ctx
 from fairseq_ctx import architectures
-from tests.utils import REPO, build_model, make_parallel_data, padded_batch, preprocess, run_cli, toy_dictionary, train
+from tests.utils import build_model, load_script, make_parallel_data, padded_batch, preprocess, run_cli, toy_dictionary, train
 
 fairseq_ctx.register()  # the weights-only allow-list for the torch.load calls below
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("precision_check", REPO / "scripts" / "precision_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-precision_check = _load_script()
+precision_check = load_script("precision_check")
 
 def _layers(n):
     return ["--encoder-layers", str(n), "--decoder-layers", str(n)]

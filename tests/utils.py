@@ -11,6 +11,7 @@ fairseq_ctx and the user dir are still imported by the command itself);
 ``fresh=True`` starts a new interpreter instead, for tests of everything a
 command prints, imports included.
 """
+import importlib.util
 import os
 import random
 import re
@@ -30,6 +31,16 @@ TINY_MODEL_FLAGS = [
 ]
 
 _VOCAB = [f"w{i}" for i in range(24)]
+
+
+def load_script(name):
+    """``scripts/NAME.py`` as a fresh module (the scripts are not a package:
+    tests call their functions directly). Not put in ``sys.modules``, so each
+    call gives its own copy and monkeypatching one leaves the others alone."""
+    spec = importlib.util.spec_from_file_location(f"scripts_{name}", REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def make_parallel_data(data_dir, num_train=200, num_valid=24, num_test=24, seed=1,
