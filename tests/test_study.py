@@ -747,17 +747,25 @@ def test_the_study_errors_carry_the_one_prefix(tmp_path, capsys):
     assert str(e.value).startswith(f"{ERROR_PREFIX}--runs: unknown run(s) no-such-run")
 
 
+def _saved(epoch, updates, verb="Saved", name="checkpoint_last.pt"):
+    return (f"x | INFO | fairseq.checkpoint_utils | {verb} checkpoint /r/{name} (epoch {epoch} @ {updates} updates"
+            + (", score 5.0) (writing took 0.1 seconds)\n" if verb == "Saved" else ")\n"))
+
+
 @pytest.mark.unit
+@pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="reads Linux's lock table")
 def test_status_reads_where_every_run_stands_and_touches_nothing(tmp_path, capsys):
-    """``--stage status``: each run's state, updates, resume point and CPU
-    minutes, the process holding a run's lock (from /proc/locks: asking
-    takes no lock), and the training left at the measured rates (a run's
-    own, else its architecture's, else every run's; a budget not known yet
-    is named, not guessed). Nothing under --out changes."""
+    """``--stage status``: each run's state, updates, resume point (the last
+    checkpoint saved or loaded) and CPU minutes, the process holding a
+    run's lock (from /proc/locks: asking takes no lock), and the training
+    left at the measured rates (a run's own, else its kind's, else its
+    architecture's, else every run's; a budget not known yet is named, not
+    guessed). Nothing under --out changes."""
     import fcntl
 
     from fairseq_ctx.study.__main__ import main
-    from fairseq_ctx.study.status import lock_holder
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.status import lock_holder, remaining_cpu_seconds, run_status
 
     def write(path, text):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -768,37 +776,99 @@ def test_status_reads_where_every_run_stands_and_touches_nothing(tmp_path, capsy
     write(tmp_path / "transformer" / "logs" / "epoch-001.cpu", "12000")
     write(tmp_path / "transformer" / "train.done", json.dumps({"updates": 4000, "train_seconds": 12000.0,
                                                                "budget": 4000}))
-    # the wide baseline: one finished epoch (250 updates, 500 CPU s), an
-    # interval checkpoint at 200, 300 updates logged in epoch 2; in training
+    # the wide baseline: one finished epoch (250 updates, 500 CPU s: 2.0 s an
+    # update), then a checkpoint at 400 and 450 updates logged; in training
     wide = tmp_path / "transformer-wide"
-    write(wide / "logs" / "epoch-001.log", _valid(1, 6.0, 200) + _valid(1, 5.9, 250) + _end(1))
+    write(wide / "logs" / "epoch-001.log", _valid(1, 6.0, 200) + _saved(1, 200) + _valid(1, 5.9, 250) + _end(1)
+          + _saved(1, 250))
     write(wide / "logs" / "epoch-001.cpu", "500")
-    write(wide / "logs" / "epoch-002.log", "x | INFO | train_inner | epoch 002:  50 / 250 loss=5.1, num_updates=300\n")
-    write(wide / "checkpoint_1_200.pt", "")
+    write(wide / "logs" / "epoch-002.log", _valid(2, 5.5, 400) + _saved(2, 400, name="checkpoint_2_400.pt")
+          + "x | INFO | train_inner | epoch 002:  200 / 250 loss=5.1, num_updates=450\n")
     held = open(wide / "train.lock", "w")
     fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    # the context encoder: killed before its first validation
-    write(tmp_path / "transformer_ctxenc" / "logs" / "epoch-001.log", "x | INFO | fairseq_cli.train | started\n")
+    # the context encoder: 4.0 s an update over its first epoch (100
+    # updates); killed after resuming from a checkpoint at 120
+    ctxenc = tmp_path / "transformer_ctxenc" / "logs"
+    write(ctxenc / "epoch-001.log", _valid(1, 7.0, 100) + _end(1) + _saved(1, 100))
+    write(ctxenc / "epoch-001.cpu", "400")
+    write(ctxenc / "epoch-002.log", _saved(2, 120, verb="Loaded")
+          + "x | INFO | train_inner | epoch 002:  50 / 100 loss=6.1, num_updates=150\n")
+    # CSAN: trained to another budget (training refuses it until it is moved away)
+    write(tmp_path / "transformer_ctxsan" / "train.done", json.dumps({"updates": 2000, "train_seconds": 1.0,
+                                                                      "budget": 2000}))
     before = sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
 
-    names = ["transformer", "transformer-wide", "transformer_ctxenc", "transformer_dc", "concat-equal-data"]
+    names = ["transformer", "transformer-wide", "transformer_ctxenc", "transformer_ctxsan", "transformer-seed2",
+             "concat", "transformer_dc", "concat-equal-data"]
     main(["--out", str(tmp_path), "--stage", "status", "--runs", *names])
     lines = capsys.readouterr().out.splitlines()
-    rows = {line.split()[0]: line.split(None, 4)[1:] for line in lines[1:6]}
+    rows = {line.split()[0]: line.split(None, 4)[1:] for line in lines[1:1 + len(names)]}
     assert rows == {
         "transformer": ["4000/4000", "4000", "200.0", "trained"],
-        "transformer-wide": ["300/4000", "250", "8.3", f"training (pid {os.getpid()})"],
-        "transformer_ctxenc": ["0/4000", "0", "0.0", "stopped (resumes with the same command)"],
+        "transformer-wide": ["450/4000", "400", "8.3", f"training (pid {os.getpid()})"],
+        "transformer_ctxenc": ["150/4000", "120", "6.7", "stopped (resumes with the same command)"],
+        "transformer_ctxsan": ["0/4000", "0", "0.0", "refused: trained to a budget of 2000"],
+        "transformer-seed2": ["0/4000", "0", "0.0", "not started"],
+        "concat": ["0/4000", "0", "0.0", "not started"],
         "transformer_dc": ["0/4000", "0", "0.0", "not started"],
         "concat-equal-data": ["0/?", "0", "0.0", "not started"],  # concat has no epoch yet
     }
-    assert lines[6] == "1 of 5 runs trained (0 evaluated), 1 training now"
-    # wide: (4000 - 250) x 2.0 s; ctxenc and dc: 4000 x the mean of 3.0 and 2.0
-    assert lines[7] == (f"training left: about {(3750 * 2.0 + 2 * 4000 * 2.5) / 3600:.1f} CPU hours for 3 runs at "
-                        f"the rates measured so far; not counted, budget or rate not known yet: concat-equal-data")
+    assert lines[1 + len(names)] == "1 of 8 runs trained (0 evaluated), 1 training now"
+    # own rates: wide 2.0 from 400, ctxenc 4.0 from 120; transformer-seed2
+    # its kind's (the baseline's 3.0); concat its architecture's (transformer:
+    # 3.0 and 2.0); CSAN (from the start) and Enc-DC every run's (3, 2, 4)
+    runs_ = by_name(names)
+    left, unknown = remaining_cpu_seconds([run_status(str(tmp_path), run, STUDY) for run in runs_], runs_)
+    assert left == 3600 * 2.0 + 3880 * 4.0 + 4000 * 3.0 + 4000 * 2.5 + 4000 * 3.0 + 4000 * 3.0
+    assert unknown == ["concat-equal-data"]
+    assert lines[2 + len(names)] == (f"training left: about {left / 3600:.1f} CPU hours for 6 runs at the rates "
+                                     f"measured so far; not counted, budget or rate not known yet: concat-equal-data")
     assert sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
     held.close()
     assert lock_holder(str(wide / "train.lock")) is None
 
     with pytest.raises(SystemExit, match="--out .*: no such directory"):
         main(["--out", str(tmp_path / "elsewhere"), "--stage", "status"])
+
+
+@pytest.mark.unit
+def test_lock_holder_matches_the_files_device_and_inode_in_the_lock_table(tmp_path):
+    from fairseq_ctx.study.status import UNKNOWN, lock_holder
+
+    path = tmp_path / "train.lock"
+    path.write_text("")
+    st = path.stat()
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    table = tmp_path / "locks"
+    lines = [f"1: FLOCK  ADVISORY  WRITE 11 {dev}:{st.st_ino + 1} 0 EOF",  # another file
+             f"2: POSIX  ADVISORY  WRITE 12 {dev}:{st.st_ino} 0 EOF",  # not a flock
+             f"3: OFDLCK ADVISORY  READ  -1 {dev}:{st.st_ino} 0 EOF",
+             "4: FLOCK  ADVISORY  WRITE 13 <none>:0 0 EOF",  # malformed: passed over
+             f"5: FLOCK  ADVISORY  WRITE 4242 {dev}:{st.st_ino} 0 EOF",
+             f"5: -> FLOCK  ADVISORY  WRITE 14 {dev}:{st.st_ino} 0 EOF"]  # a waiter
+    table.write_text("\n".join(lines) + "\n")
+    assert lock_holder(str(path), locks=str(table)) == 4242
+    table.write_text("\n".join(lines[:4] + lines[5:]) + "\n")
+    assert lock_holder(str(path), locks=str(table)) is None
+    assert lock_holder(str(path), locks=str(tmp_path / "absent")) == UNKNOWN
+    assert lock_holder(str(tmp_path / "no-lock-file"), locks=str(table)) is None
+
+
+@pytest.mark.unit
+def test_status_of_a_run_whose_files_are_being_written(tmp_path):
+    """A .cpu file or train.done caught half-written: that run says so, the
+    rest of the table stands."""
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.status import run_status
+
+    logs = tmp_path / "transformer" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "epoch-001.log").write_text(_valid(1, 6.0, 250) + _end(1))
+    (logs / "epoch-001.cpu").write_text("")
+    run = by_name(["transformer"])[0]
+    assert run_status(str(tmp_path), run, STUDY)["state"] == "being written: ask again"
+    (logs / "epoch-001.cpu").write_text("500")
+    (tmp_path / "transformer" / "train.done").write_text('{"updates": 40')
+    assert run_status(str(tmp_path), run, STUDY)["state"] == "being written: ask again"
+    (tmp_path / "transformer" / "train.done").unlink()
+    assert run_status(str(tmp_path), run, STUDY)["state"] == "stopped (resumes with the same command)"

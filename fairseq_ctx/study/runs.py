@@ -26,9 +26,10 @@ Data: every run trains on the corpus's training split without the chapters
 of the balanced context test (``fairseq_ctx.study.data``,
 ``context_per_class`` items per class), so the test is held out from all.
 
-The driver runs fairseq one epoch per invocation (``--max-epoch`` raised by
-one, resuming from ``checkpoint_last.pt``), so an interrupted run loses at
-most the epoch it was in (``fairseq_ctx.study.train``).
+The driver runs fairseq one epoch per invocation on CPU (``--max-epoch``
+raised by one, resuming from ``checkpoint_last.pt``), so an interrupted run
+loses at most the updates since its last checkpoint, saved every
+budget/20 updates and at each epoch's end (``fairseq_ctx.study.train``).
 
 Every run uses ``--task document_translation``: the task adds its separator
 symbol to the dictionaries, so every model here has the same vocabulary (the

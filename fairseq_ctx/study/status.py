@@ -6,68 +6,77 @@ processes without one of them ever seeing it (taking a run's lock, even for
 an instant, could make a training process skip that run).
 
 Per run: its state (evaluated, trained, training and by which process,
-stopped part-way, waiting for its warm start, not started), the updates
-made (the last ``num_updates`` its newest log shows), the update an
-interrupted run resumes from (its newest checkpoint), and the CPU minutes of
-its finished epochs. Then what training remains in CPU hours: each run's
-remaining updates times the CPU seconds an update took in its own finished
-epochs, or, for a run not yet started, in the finished epochs of the runs of
-its architecture and model flags (of all runs when none has trained yet). A
-run whose budget or rate is not known yet is counted, not guessed.
+stopped part-way, waiting for its warm start, not started, refused: trained
+to another budget), the updates made (the last ``num_updates`` of its newest
+log that has one), the update an interrupted run resumes from (the last
+checkpoint fairseq logged saving or loading: ``checkpoint_last.pt`` is
+written before that line), and the CPU minutes of its finished epochs. Then
+what training remains in CPU hours: each run's remaining updates times the
+CPU seconds an update took in its own finished epochs, else the mean over
+the runs of its kind (architecture, model and task flags), else of its
+architecture, else of every run. A run whose budget (concatenation at equal
+data, before both epoch lengths are known) or rate is not known yet is named,
+not guessed.
 """
+import json
 import os
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import StudyError, done_marker, history, is_trained, run_dir, settings_of
+from fairseq_ctx.study.train import StudyError, done_marker, history, run_dir, settings_of
 
 # fairseq's progress lines ("num_updates=2680") and epoch summaries ("| num_updates 2630")
 _UPDATES_RE = re.compile(r"num_updates[= ](\d+)")
-_CHECKPOINT_RE = re.compile(r"checkpoint_\d+_(\d+)\.pt")
+# checkpoint_utils logs these after checkpoint_last.pt is written / once it is loaded
+_CHECKPOINT_RE = re.compile(r"(?:Saved|Loaded) checkpoint \S+ \(epoch \d+ @ (\d+) updates")
+# lock_holder's answer when the lock table cannot be read
+UNKNOWN = -1
 
 
-def logged_updates(out: str, run: Run) -> int:
-    """The last update count in the run's newest epoch log that has one (a
-    log just started shows none yet); 0 without logs."""
+def read_logs(out: str, run: Run) -> Tuple[int, int]:
+    """(the last update count of the newest epoch log that has one, the
+    updates of the last checkpoint saved or loaded in any log): 0 where
+    there is none."""
     logs = os.path.join(run_dir(out, run), "logs")
-    names = sorted((name for name in os.listdir(logs) if re.fullmatch(r"epoch-\d+\.log", name)),
-                   reverse=True) if os.path.isdir(logs) else []
-    for name in names:
+    names = sorted(name for name in os.listdir(logs) if re.fullmatch(r"epoch-\d+\.log", name)) \
+        if os.path.isdir(logs) else []
+    updates, checkpoint = 0, 0
+    for name in names:  # oldest first: a resumed epoch's log is written anew
         with open(os.path.join(logs, name), encoding="utf-8", errors="replace") as f:
-            found = _UPDATES_RE.findall(f.read())
-        if found:
-            return int(found[-1])
-    return 0
-
-
-def resume_point(out: str, run: Run, hist: List[Dict]) -> int:
-    """The update an interrupted run continues from: its newest interval
-    checkpoint or the end of its last finished epoch, whichever is later."""
-    path = run_dir(out, run)
-    names = os.listdir(path) if os.path.isdir(path) else []
-    interval = [int(m.group(1)) for name in names if (m := _CHECKPOINT_RE.fullmatch(name))]
-    return max(interval + [hist[-1]["updates"] if hist else 0])
+            text = f.read()
+        found = _UPDATES_RE.findall(text)
+        updates = int(found[-1]) if found else updates
+        saved = _CHECKPOINT_RE.findall(text)
+        checkpoint = int(saved[-1]) if saved else checkpoint
+    return updates, checkpoint
 
 
 def lock_holder(path: str, locks: str = "/proc/locks") -> Optional[int]:
     """The pid holding a ``flock`` on ``path``, read from Linux's lock table
     (which lists the lock's device and inode), so asking takes no lock;
-    None when no process holds one or the table cannot be read."""
+    None when no process holds one, UNKNOWN when the table cannot be read."""
     try:
         st = os.stat(path)
+    except OSError:
+        return None
+    try:
         with open(locks) as f:
             table = f.read().splitlines()
     except OSError:
-        return None
+        return UNKNOWN
+    want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
     for line in table:
+        # "1: FLOCK  ADVISORY  WRITE 29969 fe:00:5457222 0 EOF"; a waiter's line has "->" after the number
         fields = line.split()
-        # "1: FLOCK  ADVISORY  WRITE 29969 fe:00:5457222 0 EOF"
-        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[4].isdigit():
+        if len(fields) < 6 or fields[1] != "FLOCK" or not fields[4].isdigit():
+            continue
+        try:
             major, minor, inode = fields[5].split(":")
-            if (int(major, 16), int(minor, 16), int(inode)) == (os.major(st.st_dev), os.minor(st.st_dev),
-                                                                st.st_ino):
+            if (int(major, 16), int(minor, 16), int(inode)) == want:
                 return int(fields[4])
+        except ValueError:
+            continue
     return None
 
 
@@ -78,28 +87,34 @@ def run_status(out: str, run: Run, settings: Settings) -> Dict:
     training it, if any)."""
     from fairseq_ctx.study.evaluate import is_evaluated
 
-    hist = history(out, run)
+    try:
+        hist = history(out, run)
+        logged, checkpoint = read_logs(out, run)
+        done = None
+        if os.path.exists(done_marker(out, run)):
+            with open(done_marker(out, run)) as f:
+                done = json.load(f)
+    except ValueError:  # a .cpu file or train.done caught while being written
+        return {"name": run.name, "budget": None, "updates": 0, "resumes_from": 0, "cpu_seconds": 0.0,
+                "rate": None, "pid": None, "state": "being written: ask again"}
     try:
         budget = settings_of(run, settings, out).budget
     except StudyError:
         budget = None  # scaled by epoch lengths that are not all known yet
-    row = {"name": run.name, "budget": budget, "updates": max(logged_updates(out, run),
-                                                              hist[-1]["updates"] if hist else 0),
-           "resumes_from": resume_point(out, run, hist), "cpu_seconds": hist[-1]["train_seconds"] if hist else 0.0,
-           "pid": lock_holder(os.path.join(run_dir(out, run), "train.lock")),
-           # CPU seconds an update took in its finished epochs
-           "rate": hist[-1]["train_seconds"] / hist[-1]["updates"] if hist and hist[-1]["train_seconds"] > 0 else None}
-    try:
-        trained = is_trained(out, run, settings if budget is not None else None)
-    except StudyError as e:  # trained to another budget
-        return dict(row, state=f"refused: {e}")
-    if trained:
-        import json
-
-        with open(done_marker(out, run)) as f:
-            done = json.load(f)
+    resumes = max(checkpoint, hist[-1]["updates"] if hist else 0)
+    row = {"name": run.name, "budget": budget, "updates": max(logged, resumes), "resumes_from": resumes,
+           "cpu_seconds": hist[-1]["train_seconds"] if hist else 0.0,
+           "rate": hist[-1]["train_seconds"] / hist[-1]["updates"] if hist and hist[-1]["train_seconds"] > 0
+           else None,
+           "pid": lock_holder(os.path.join(run_dir(out, run), "train.lock"))}
+    if done is not None and budget is not None and done.get("budget") != budget:
+        # training refuses it until it is moved away; then it trains from the start
+        return dict(row, resumes_from=0, state=f"refused: trained to a budget of {done.get('budget')}")
+    if done is not None:
         row.update(updates=done["updates"], resumes_from=done["updates"], cpu_seconds=done["train_seconds"])
         row["state"] = "evaluated" if is_evaluated(out, run) else "trained"
+    elif row["pid"] == UNKNOWN:
+        row["state"] = "unknown: the lock table (/proc/locks) cannot be read"
     elif row["pid"] is not None:
         row["state"] = f"training (pid {row['pid']})"
     elif os.path.isdir(os.path.join(run_dir(out, run), "logs")) and os.listdir(os.path.join(run_dir(out, run), "logs")):
@@ -114,19 +129,18 @@ def run_status(out: str, run: Run, settings: Settings) -> Dict:
 def remaining_cpu_seconds(rows: Sequence[Dict], runs: Sequence[Run]):
     """(CPU seconds of training left over the unfinished runs whose budget
     and rate are known, the names of those whose are not)."""
-    def kind(run):
-        return run.arch, tuple(run.model_flags), tuple(run.flags)
-
-    rates: Dict[tuple, List[float]] = {}
+    keys = (lambda run: (run.arch, tuple(run.model_flags), tuple(run.flags)), lambda run: run.arch)
+    rates: List[Dict] = [{} for _ in keys]
     for row, run in zip(rows, runs):
         if row["rate"] is not None:
-            rates.setdefault(kind(run), []).append(row["rate"])
-    every = [rate for values in rates.values() for rate in values]
+            for by, key in zip(rates, keys):
+                by.setdefault(key(run), []).append(row["rate"])
+    every = [rate for values in rates[0].values() for rate in values]
     left, unknown = 0.0, []
     for row, run in zip(rows, runs):
         if row["state"] in ("evaluated", "trained"):
             continue
-        alike = rates.get(kind(run)) or every
+        alike = next((by[key(run)] for by, key in zip(rates, keys) if key(run) in by), every)
         rate = row["rate"] if row["rate"] is not None else (sum(alike) / len(alike) if alike else None)
         if row["budget"] is None or rate is None:
             unknown.append(run.name)

@@ -3,7 +3,8 @@
 Each invocation resumes from ``checkpoint_last.pt`` with ``--max-epoch``
 raised by one and writes its own log ``logs/epoch-NNN.log``; the validation
 history is read back from those logs, so a run killed at any point continues
-with the same command and loses at most the epoch it was in.  ``train.done``
+with the same command and loses at most the updates since its last
+checkpoint (one every budget/20 updates and at each epoch's end).  ``train.done``
 marks a finished run, which is never trained again.
 """
 import fcntl
@@ -298,9 +299,9 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
         if deadline is not None and time.time() >= deadline:
             raise DeadlineReached(f"{run.name}: not continued, the deadline passed")
         epoch = len(hist) + 1
-        # on CPU one fairseq process per epoch (an interruption loses at most
-        # that epoch); on a GPU one process for the whole run: a restart
-        # costs seconds there, as much as an epoch of the study's model
+        # on CPU one fairseq process per epoch (each epoch's log its own); on
+        # a GPU one process for the whole run: a restart costs seconds
+        # there, as much as an epoch of the study's model
         cmd = train_command(bin_dir, user_dir, out, run, epoch if settings.device == "cpu" else 0, settings)
         path = log_path(out, run, epoch)
         echo(f"[study] {run.name}: epoch {epoch}{'' if settings.device == 'cpu' else ' to the end'} (log {path})")
