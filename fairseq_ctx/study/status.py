@@ -24,7 +24,7 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import StudyError, done_marker, history, run_dir, settings_of
+from fairseq_ctx.study.train import StudyError, done_marker, history, is_trained, run_dir, settings_of
 
 # fairseq's progress lines ("num_updates=2680") and epoch summaries ("| num_updates 2630")
 _UPDATES_RE = re.compile(r"num_updates[= ](\d+)")
@@ -107,10 +107,11 @@ def run_status(out: str, run: Run, settings: Settings) -> Dict:
            "rate": hist[-1]["train_seconds"] / hist[-1]["updates"] if hist and hist[-1]["train_seconds"] > 0
            else None,
            "pid": lock_holder(os.path.join(run_dir(out, run), "train.lock"))}
-    if done is not None and budget is not None and done.get("budget") != budget:
-        # training refuses it until it is moved away; then it trains from the start
+    try:
+        trained = is_trained(out, run, settings if budget is not None else None)
+    except StudyError:  # training refuses it until it is moved away; then it trains from the start
         return dict(row, resumes_from=0, state=f"refused: trained to a budget of {done.get('budget')}")
-    if done is not None:
+    if trained:
         row.update(updates=done["updates"], resumes_from=done["updates"], cpu_seconds=done["train_seconds"])
         row["state"] = "evaluated" if is_evaluated(out, run) else "trained"
     elif row["pid"] == UNKNOWN:
