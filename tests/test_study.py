@@ -4,6 +4,7 @@ corpus laid out like data/bible, interrupted mid-run and resumed."""
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -244,8 +245,61 @@ def test_family_summary_and_deltas_on_made_up_records():
     assert wide["mean"] == pytest.approx(-0.1667, abs=1e-4)
     assert (wide["wins"], wide["significant_wins"], wide["significant_losses"]) == (1, 0, 1)
     table = markdown_table(records, got)
-    assert "| Enc-DC | 3 | 2.81M | 22.00 ± 2.00 (3) | 41.00 ± 1.00 (3) |" in table
-    assert "+0.20 ± +0.36 (3) (2/3, 1 p<0.05)" in table
+    assert "| Enc-DC | 3 | 2.81M | 22.00 ± 2.00 | 41.00 ± 1.00 | 4.100 ± 0.100 | 0.600 ± 0.100 |" in table
+    assert "| +0.20 ± 0.36, ahead in 2/3 (p < 0.05: 1 ahead, 1 behind) " \
+           "| -0.17 ± 0.25, ahead in 1/3 (p < 0.05: 1 behind) |" in table
+    # a metric that fewer seeds have says so; one seed shows its value alone
+    records[2]["usage"]["cxmi"] = {}
+    records[1]["vs"] = {}
+    records = records[1:]
+    table = markdown_table(records, summary(records))
+    assert "| Enc-DC | 2 | 2.81M | 23.00 ± 1.41 |" in table and "| +0.0000 (1 of 2 seeds) |" in table
+    assert table.endswith("| -0.20, ahead in 0/1 (p < 0.05: 1 behind) | -0.40, ahead in 0/1 (p < 0.05: 1 behind) |")
+
+
+@pytest.mark.unit
+def test_gret_is_compared_with_its_control_alone_in_the_table():
+    from fairseq_ctx.study.report import markdown_table, summary
+
+    base = {"name": "transformer-continued", "label": "continued", "seed": 1, "bleu": 20.0, "params": 2e6,
+            "vs": {"transformer-wide": {"run": "transformer-wide", "delta_bleu": 0.1, "p_value": 0.5}}}
+    gret = {"name": "transformer_gret", "label": "GRET", "seed": 1, "bleu": 21.0, "params": 3e6,
+            "control": "transformer-continued",
+            "vs": {"transformer-continued": {"run": "transformer-continued", "delta_bleu": 1.0, "p_value": 0.01}}}
+    table = markdown_table([base, gret], summary([base, gret])).splitlines()
+    assert table[0].endswith("| Δ BLEU vs baseline | Δ BLEU vs FFN-768 | Δ BLEU vs its control |")
+    assert table[2].endswith("|  | +0.10, ahead in 1/1 |  |")
+    assert table[3].endswith("|  |  | +1.00, ahead in 1/1 (p < 0.05: 1 ahead) |")
+
+
+@pytest.mark.unit
+def test_the_docs_family_table_is_the_results_files():
+    """docs/study.md carries the table ``--stage table`` prints from the
+    committed results, and the results' own summary is not stale."""
+    from fairseq_ctx.study.report import markdown_table, read, summary
+
+    extra, runs = read(str(REPO / "benchmarks" / "study-bible-budget.json"))
+    records = list(runs.values())
+    assert extra["summary"] == summary(records)
+    doc = (REPO / "docs" / "study.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- family-table: python3 -m fairseq_ctx.study --stage table -->\n(.*?)\n<!-- /family-table -->",
+                  doc, re.S)
+    assert m, "docs/study.md: the family-table markers are missing"
+    assert m.group(1) == markdown_table(records, summary(records)), \
+        "docs/study.md: the family table differs from the results; paste python3 -m fairseq_ctx.study --stage table"
+
+
+@pytest.mark.unit
+def test_stage_table_prints_the_results_table_and_names_a_missing_file(tmp_path, capsys):
+    from fairseq_ctx.study.__main__ import main
+    from fairseq_ctx.study.report import markdown_table, read, summary
+
+    results = str(REPO / "benchmarks" / "study-bible-budget.json")
+    main(["--stage", "table", "--results", results, "--data", str(tmp_path / "no-data")])
+    records = list(read(results)[1].values())
+    assert capsys.readouterr().out == markdown_table(records, summary(records)) + "\n"
+    with pytest.raises(SystemExit, match=r"^fairseq_ctx: error: --results .*none\.json: no runs recorded there$"):
+        main(["--stage", "table", "--results", str(tmp_path / "none.json")])
 
 
 def _interval_saves(run_dir, epoch_len: int, budget: int = 4000, every: int = 200, keep: int = 5):

@@ -7,7 +7,9 @@ skipped, an interrupted run resumes from its last checkpoint, and every
 evaluation step whose output exists is skipped.  ``--stage train`` only
 trains; ``--stage evaluate`` only evaluates what has finished training (so it
 can run on another core while training goes on); ``--stage status`` prints
-where every run stands and the training left, without touching anything.  Results:
+where every run stands and the training left, without touching anything;
+``--stage table`` prints the per-family table of ``--results`` (the one in
+docs/study.md) without touching anything either.  Results:
 ``benchmarks/study-bible-budget.json`` (one record per run) and figures in
 ``benchmarks/study-bible-budget/``.
 """
@@ -36,9 +38,10 @@ def parse_args(argv=None):
                    help="results JSON; figures go to the directory of the same name without .json")
     p.add_argument("--runs", nargs="+", help="only these runs (default: all, in order): "
                    + ", ".join(r.name for r in study_runs.RUNS))
-    p.add_argument("--stage", choices=["train", "evaluate", "all", "status"], default="all",
+    p.add_argument("--stage", choices=["train", "evaluate", "all", "status", "table"], default="all",
                    help="status: print each run's state, updates and CPU minutes and the training left, read "
-                        "from --out alone (nothing is started, written or locked)")
+                        "from --out alone (nothing is started, written or locked); table: print the per-family "
+                        "table (mean ± sd over seeds, paired deltas) of --results")
     p.add_argument("--threads", type=int, default=1, help="OMP threads of every child process (default 1)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                    help="where fairseq trains and decodes (cuda: the same recipe on the GPU; each record says "
@@ -276,6 +279,14 @@ def main(argv=None):
         if not os.path.isdir(opts.out):
             sys.exit(f"{ERROR_PREFIX}--out {opts.out}: no such directory (no study has run there)")
         return echo(report(opts.out, selected, study_runs.SMOKE if opts.smoke else study_runs.STUDY))
+    if opts.stage == "table":
+        from fairseq_ctx.study import report
+
+        extra, records = report.read(opts.results)
+        if not records:
+            sys.exit(f"{ERROR_PREFIX}--results {opts.results}: no runs recorded there")
+        records = list(records.values())
+        return echo(report.markdown_table(records, report.summary(records)))
     bin_dir = os.path.join(opts.data, "bin")
     for needed in (os.path.join(bin_dir, "dict.es.txt"), os.path.join(opts.data, "spm", "spm.model")):
         if not os.path.exists(needed):

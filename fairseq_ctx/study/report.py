@@ -153,41 +153,58 @@ def _fmt(value, spec: str, missing: str = "") -> str:
     return missing if value is None else format(value, spec)
 
 
-def _pm(metric: Optional[Dict], spec: str) -> str:
-    """mean ± sd (n) of a summary metric; the value alone for one seed."""
+def _pm(metric: Optional[Dict], spec: str, seeds: int) -> str:
+    """mean ± sd of a summary metric (the sd unsigned); the value alone for
+    one seed; "(k of n seeds)" where fewer of the family's n seeds have it."""
     if not metric:
         return ""
-    if metric["sd"] is None:
-        return format(metric["mean"], spec)
-    return f"{format(metric['mean'], spec)} ± {format(metric['sd'], spec)} ({metric['n']})"
+    text = format(metric["mean"], spec)
+    if metric["sd"] is not None:
+        text += " ± " + format(metric["sd"], spec.lstrip("+"))
+    if metric["n"] < seeds:
+        text += f" ({metric['n']} of {seeds} seeds)"
+    return text
+
+
+def _vs(v: Optional[Dict]) -> str:
+    """A family's paired deltas against one baseline: their mean ± sd, in
+    how many seeds it is ahead, and how many of its seeds the bootstrap
+    calls significant (p < 0.05) either way."""
+    if not v:
+        return ""
+    text = f"{_pm(v, '+.2f', v['n'])}, ahead in {v['wins']}/{v['n']}"
+    marks = [f"{k} ahead" for k in [v["significant_wins"]] if k] + \
+            [f"{k} behind" for k in [v["significant_losses"]] if k]
+    return text + (f" (p < 0.05: {', '.join(marks)})" if marks else "")
 
 
 def markdown_table(records: List[Dict], summary: Dict[str, Dict]) -> str:
     """Per family: seeds, BLEU, chrF, averaged-model validation loss, the
     context test (true context; he / she), CXMI against no context, mean ±
-    sd over seeds; and the paired deltas against each baseline with wins."""
-    head = ("| run | seeds | params | BLEU | chrF | valid loss | context test (he / she) | CXMI bits "
-            "| Δ BLEU vs baseline (wins) | Δ BLEU vs FFN-768 (wins) |")
-    lines = [head, "|" + "---|" * 10]
+    sd over seeds; and the paired deltas against each baseline with wins.
+    A family with a ``control`` (GRET) is compared with it alone, in the
+    last column (:func:`baselines_of`)."""
+    controls = {family(rec["name"]): family(rec["control"]) for rec in records if rec.get("control")}
+    head = ["run", "seeds", "params", "BLEU", "chrF", "valid loss", "context test", "he / she", "CXMI bits",
+            "Δ BLEU vs baseline", "Δ BLEU vs FFN-768"] + (["Δ BLEU vs its control"] if controls else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     params = {}
     for rec in records:
         params.setdefault(family(rec["name"]), rec.get("params") or 0)
     for name, fam in summary.items():
-        m = fam["metrics"]
-
-        def vs(base):
-            v = fam["vs"].get(base)
-            if not v:
-                return ""
-            return f"{_pm(v, '+.2f')} ({v['wins']}/{v['n']}, {v['significant_wins']} p<0.05)"
-
-        cls = ""
+        m, n = fam["metrics"], len(fam["seeds"])
+        he_she = ""
         if "context_test_true_masculine" in m:
-            cls = f" ({_pm(m['context_test_true_masculine'], '.2f')} / {_pm(m['context_test_true_feminine'], '.2f')})"
-        lines.append(f"| {fam['label']} | {len(fam['seeds'])} | {params.get(name, 0) / 1e6:.2f}M "
-                     f"| {_pm(m.get('bleu'), '.2f')} | {_pm(m.get('chrf'), '.2f')} | {_pm(m.get('valid_loss'), '.3f')} "
-                     f"| {_pm(m.get('context_test_true'), '.3f')}{cls} | {_pm(m.get('cxmi_bits'), '+.4f')} "
-                     f"| {vs('transformer')} | {vs('transformer-wide')} |")
+            he_she = f"{_pm(m['context_test_true_masculine'], '.2f', n)} / {_pm(m['context_test_true_feminine'], '.2f', n)}"
+        row = [fam["label"], str(n), f"{params.get(name, 0) / 1e6:.2f}M", _pm(m.get("bleu"), ".2f", n),
+               _pm(m.get("chrf"), ".2f", n), _pm(m.get("valid_loss"), ".3f", n),
+               _pm(m.get("context_test_true"), ".3f", n), he_she, _pm(m.get("cxmi_bits"), "+.4f", n)]
+        if name in controls:
+            row += ["", "", _vs(fam["vs"].get(controls[name]))]
+        else:
+            row += [_vs(fam["vs"].get("transformer")), _vs(fam["vs"].get("transformer-wide"))]
+            row += [""] if controls else []
+        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
