@@ -293,11 +293,12 @@ def test_the_docs_family_table_is_the_results_files():
 def test_stage_table_prints_the_results_table_and_names_a_missing_file(tmp_path, capsys):
     from fairseq_ctx.study.__main__ import main
     from fairseq_ctx.study.report import markdown_table, read, summary
+    from fairseq_ctx.study.verdict import markdown as verdicts
 
     results = str(REPO / "benchmarks" / "study-bible-budget.json")
     main(["--stage", "table", "--results", results, "--data", str(tmp_path / "no-data")])
     records = list(read(results)[1].values())
-    assert capsys.readouterr().out == markdown_table(records, summary(records)) + "\n"
+    assert capsys.readouterr().out == markdown_table(records, summary(records)) + "\n\n" + verdicts(records) + "\n"
     with pytest.raises(SystemExit, match=r"^fairseq_ctx: error: --results .*none\.json: no runs recorded there$"):
         main(["--stage", "table", "--results", str(tmp_path / "none.json")])
 

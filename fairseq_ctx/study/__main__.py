@@ -8,8 +8,9 @@ evaluation step whose output exists is skipped.  ``--stage train`` only
 trains; ``--stage evaluate`` only evaluates what has finished training (so it
 can run on another core while training goes on); ``--stage status`` prints
 where every run stands and the training left, without touching anything;
-``--stage table`` prints the per-family table of ``--results`` (the one in
-docs/study.md) without touching anything either.  Results:
+``--stage table`` prints the per-family table of ``--results`` and the
+verdict per paper claim (fairseq_ctx/study/verdict.py), the two in
+docs/study.md, without touching anything either.  Results:
 ``benchmarks/study-bible-budget.json`` (one record per run) and figures in
 ``benchmarks/study-bible-budget/``.
 """
@@ -41,7 +42,7 @@ def parse_args(argv=None):
     p.add_argument("--stage", choices=["train", "evaluate", "all", "status", "table"], default="all",
                    help="status: print each run's state, updates and CPU minutes and the training left, read "
                         "from --out alone (nothing is started, written or locked); table: print the per-family "
-                        "table (mean ± sd over seeds, paired deltas) of --results")
+                        "table (mean ± sd over seeds, paired deltas) of --results and the verdict per paper claim")
     p.add_argument("--threads", type=int, default=1, help="OMP threads of every child process (default 1)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                    help="where fairseq trains and decodes (cuda: the same recipe on the GPU; each record says "
@@ -285,8 +286,10 @@ def main(argv=None):
         extra, records = report.read(opts.results)
         if not records:
             sys.exit(f"{ERROR_PREFIX}--results {opts.results}: no runs recorded there")
+        from fairseq_ctx.study.verdict import markdown as verdicts
+
         records = list(records.values())
-        return echo(report.markdown_table(records, report.summary(records)))
+        return echo(report.markdown_table(records, report.summary(records)) + "\n\n" + verdicts(records))
     bin_dir = os.path.join(opts.data, "bin")
     for needed in (os.path.join(bin_dir, "dict.es.txt"), os.path.join(opts.data, "spm", "spm.model")):
         if not os.path.exists(needed):
