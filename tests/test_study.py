@@ -299,8 +299,11 @@ def test_stage_table_prints_the_results_table_and_names_a_missing_file(tmp_path,
     main(["--stage", "table", "--results", results, "--data", str(tmp_path / "no-data")])
     records = list(read(results)[1].values())
     assert capsys.readouterr().out == markdown_table(records, summary(records)) + "\n\n" + verdicts(records) + "\n"
-    with pytest.raises(SystemExit, match=r"^fairseq_ctx: error: --results .*none\.json: no runs recorded there$"):
+    with pytest.raises(SystemExit, match=r"^fairseq_ctx: error: --results .*none\.json: no such file$"):
         main(["--stage", "table", "--results", str(tmp_path / "none.json")])
+    (tmp_path / "empty.json").write_text('{"runs": []}')
+    with pytest.raises(SystemExit, match=r"^fairseq_ctx: error: --results .*empty\.json: no runs recorded there$"):
+        main(["--stage", "table", "--results", str(tmp_path / "empty.json")])
 
 
 def _interval_saves(run_dir, epoch_len: int, budget: int = 4000, every: int = 200, keep: int = 5):

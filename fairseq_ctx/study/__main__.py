@@ -283,7 +283,9 @@ def main(argv=None):
     if opts.stage == "table":
         from fairseq_ctx.study import report
 
-        extra, records = report.read(opts.results)
+        if not os.path.exists(opts.results):
+            sys.exit(f"{ERROR_PREFIX}--results {opts.results}: no such file")
+        records = report.read(opts.results)[1]
         if not records:
             sys.exit(f"{ERROR_PREFIX}--results {opts.results}: no runs recorded there")
         from fairseq_ctx.study.verdict import markdown as verdicts

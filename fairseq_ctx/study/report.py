@@ -8,6 +8,8 @@ from typing import Dict, List, Optional, Tuple
 
 from fairseq_ctx.study.runs import Settings
 
+ALPHA = 0.05  # a paired difference with a bootstrap p below this is called significant
+
 
 def family(name: str) -> str:
     """A run's family: its name without ``-seedN`` (the seeds of one configuration)."""
@@ -58,7 +60,8 @@ def _mean_sd(values: List[float]) -> Dict:
     n = len(values)
     mean = sum(values) / n
     sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5 if n > 1 else None
-    return {"n": n, "mean": round(mean, 4), "sd": None if sd is None else round(sd, 4)}
+    # + 0.0 turns a rounded -0.0 into 0.0, which prints without a sign
+    return {"n": n, "mean": round(mean, 4) + 0.0, "sd": None if sd is None else round(sd, 4)}
 
 
 def _metrics(rec: Dict) -> Dict[str, Optional[float]]:
@@ -85,7 +88,7 @@ def summary(records: List[Dict]) -> Dict[str, Dict]:
     every metric of :func:`_metrics`, with the seeds' values; and per
     baseline family its runs are paired with (:func:`pair_all`), the
     per-seed deltas, their mean and sd, in how many seeds the run's BLEU is
-    higher ("wins") and in how many significantly so (p < 0.05)."""
+    higher ("wins") and in how many significantly so (:func:`tally`)."""
     out: Dict[str, Dict] = {}
     for rec in records:
         if rec.get("bleu") is None:
@@ -103,11 +106,18 @@ def summary(records: List[Dict]) -> Dict[str, Dict]:
         for m in fam["metrics"].values():
             m.update(_mean_sd(m["values"]))
         for v in fam["vs"].values():
-            v.update(_mean_sd(v["deltas"]))
-            v["wins"] = sum(1 for d in v["deltas"] if d > 0)
-            v["significant_wins"] = sum(1 for d, p in zip(v["deltas"], v["p_values"]) if d > 0 and p < 0.05)
-            v["significant_losses"] = sum(1 for d, p in zip(v["deltas"], v["p_values"]) if d < 0 and p < 0.05)
+            v.update(tally(v["deltas"], v["p_values"]))
     return out
+
+
+def tally(deltas: List[float], p_values: List[float]) -> Dict:
+    """Per-seed paired deltas (> 0: ahead) and their bootstrap p-values
+    (two-sided): mean and sd (:func:`_mean_sd`), in how many seeds ahead
+    ("wins"), and in how many ahead or behind with p < ``ALPHA``."""
+    pairs = list(zip(deltas, p_values))
+    return {**_mean_sd(deltas), "wins": sum(1 for d in deltas if d > 0),
+            "significant_wins": sum(1 for d, p in pairs if d > 0 and p < ALPHA),
+            "significant_losses": sum(1 for d, p in pairs if d < 0 and p < ALPHA)}
 
 
 def shuffled_drop(rec: Dict, hyps: List[str], shuffled_hyps: List[str], refs: List[str]):
@@ -149,10 +159,6 @@ def plot_curves(records: List[Dict], path: str):
     plt.close(fig)
 
 
-def _fmt(value, spec: str, missing: str = "") -> str:
-    return missing if value is None else format(value, spec)
-
-
 def _pm(metric: Optional[Dict], spec: str, seeds: int) -> str:
     """mean ± sd of a summary metric (the sd unsigned); the value alone for
     one seed; "(k of n seeds)" where fewer of the family's n seeds have it."""
@@ -169,13 +175,13 @@ def _pm(metric: Optional[Dict], spec: str, seeds: int) -> str:
 def _vs(v: Optional[Dict]) -> str:
     """A family's paired deltas against one baseline: their mean ± sd, in
     how many seeds it is ahead, and how many of its seeds the bootstrap
-    calls significant (p < 0.05) either way."""
+    calls significant (p < ``ALPHA``) either way."""
     if not v:
         return ""
     text = f"{_pm(v, '+.2f', v['n'])}, ahead in {v['wins']}/{v['n']}"
     marks = [f"{k} ahead" for k in [v["significant_wins"]] if k] + \
             [f"{k} behind" for k in [v["significant_losses"]] if k]
-    return text + (f" (p < 0.05: {', '.join(marks)})" if marks else "")
+    return text + (f" (p < {ALPHA:g}: {', '.join(marks)})" if marks else "")
 
 
 def markdown_table(records: List[Dict], summary: Dict[str, Dict]) -> str:
