@@ -51,13 +51,17 @@ DC = _claim("transformer_dc", "bleu", "transformer")
 
 
 @pytest.mark.parametrize("deltas,want,bound", [
-    ([(0.5, 0.01), (0.3, 0.04), (0.2, 0.30)], v.SUPPORTS, "+0.59"),     # ahead in 3/3, significant in 2
-    ([(0.5, 0.01), (0.3, 0.06), (0.2, 0.30)], v.CANNOT_TELL, "+0.59"),  # ahead in 3/3, significant in 1
-    ([(0.5, 0.01), (0.3, 0.01), (0.0, 0.50)], v.CANNOT_TELL, "+0.69"),  # a tie is not ahead
-    ([(0.2, 0.30), (-0.1, 0.5), (-0.1, 0.6)], v.REFUTES, "+0.29"),      # a gain of 0.4 excluded
-    ([(0.35, 0.1), (-0.2, 0.3), (-0.15, 0.4)], v.CANNOT_TELL, "+0.51"),  # mean 0, yet 0.4 not excluded
-    ([(0.6, 0.01), (-0.4, 0.1), (-0.3, 0.2)], v.CANNOT_TELL, "+0.90"),
-    ([(-0.4, 0.01), (-0.3, 0.02), (-0.5, 0.01)], v.REFUTES, "-0.23"),
+    ([(0.5, 0.01), (0.3, 0.04), (0.2, 0.30)], v.SUPPORTS, "+0.591"),     # ahead in 3/3, significant in 2
+    ([(0.5, 0.01), (0.3, 0.06), (0.2, 0.30)], v.CANNOT_TELL, "+0.591"),  # ahead in 3/3, significant in 1
+    ([(0.5, 0.01), (0.3, 0.01), (0.0, 0.50)], v.CANNOT_TELL, "+0.691"),  # a tie is not ahead
+    ([(0.2, 0.30), (-0.1, 0.5), (-0.1, 0.6)], v.REFUTES, "+0.292"),      # a gain of 0.4 excluded
+    ([(0.35, 0.1), (-0.2, 0.3), (-0.15, 0.4)], v.CANNOT_TELL, "+0.513"),  # mean 0, yet 0.4 not excluded
+    ([(0.6, 0.01), (-0.4, 0.1), (-0.3, 0.2)], v.CANNOT_TELL, "+0.895"),
+    ([(-0.4, 0.01), (-0.3, 0.02), (-0.5, 0.01)], v.REFUTES, "-0.231"),
+    # the bound is 0.400057 from the deltas, 0.399991 from tally's rounded mean and sd
+    ([(-2.17, 0.001), (-0.26, 0.3), (-1.20, 0.001)], v.CANNOT_TELL, "+0.400"),
+    # supports is decided first: a consistent, significant gain below MIN_GAIN
+    ([(0.3, 0.01), (0.3, 0.01), (0.3, 0.01)], v.SUPPORTS, "+0.300"),
 ])
 def test_the_bleu_rule(deltas, want, bound):
     got = v.judge(DC, _bleu("transformer_dc", "transformer", deltas) + _bleu("transformer", "x", [(0, 1)]))

@@ -16,9 +16,15 @@ A claim is one of three kinds.
   :func:`fairseq_ctx.study.report.tally`).  *Supports*: ahead in every
   seed, with p < 0.05 in a majority of them.  *Refutes*: the one-sided 95%
   upper bound of the mean delta over seeds (Student's t, n - 1 degrees of
-  freedom) is below ``MIN_GAIN`` BLEU, so a gain of the size the papers
-  report is excluded at this scale; never on one seed (no spread
-  measured).  *Cannot tell*: anything between.
+  freedom, from the unrounded deltas) is below ``MIN_GAIN`` BLEU, so a
+  gain of the size the papers report is excluded at this scale on this
+  test set (the bound holds the seeds' spread, not the test set's sampling
+  error, which the seeds share); never on one seed (no spread measured).
+  With three seeds the bound exceeds the largest delta (t(0.95, 2)/sqrt(3)
+  = 1.69 > 2/sqrt(3)), so refuting needs every seed below ``MIN_GAIN``.
+  *Supports* is decided first: a gain smaller than ``MIN_GAIN`` that is
+  consistent and significant supports the claim.  *Cannot tell*: anything
+  between.
 * **Relies on its context** (Voita et al.: shuffled context costs BLEU):
   the same rule on BLEU with the true context against shuffled context
   (``shuffled_delta_bleu``, ``shuffled_p_value``, the sign turned so that
@@ -34,18 +40,24 @@ A claim is one of three kinds.
   (b - c)/N is at least ``PRONOUN_GAIN``.  *Refutes*: a one-sided 95%
   upper bound of the gain is below ``PRONOUN_GAIN``: the Clopper-Pearson
   upper bound of b/N minus the lower bound of c/N, each at 97.5%
-  (Bonferroni), so that both rare and balanced changes can refute.
+  (Bonferroni), so that both rare and balanced changes can refute: the
+  context's net gain is below one answer in twenty.
   *Cannot tell*: anything between.
 
 A claim waits until its family has the seeds the study plans (seeds 1-3;
 GRET, a control of one seed by design, seed 1, and its verdict says "one
-seed"); a later seed is not counted, so a rerun cannot change a majority.
+seed") and their records hold what its rule reads (the pairing with the
+baseline of the same seed, the shuffled-context BLEU, the context test's
+attribution); a later seed is not counted, so a rerun cannot change a
+majority.
 """
 from dataclasses import dataclass
 from math import exp, lgamma, log, sqrt
+from statistics import mean, stdev
 from typing import Dict, List, Optional, Tuple
 
 from fairseq_ctx.study.report import ALPHA, family, tally
+from fairseq_ctx.study.runs import SEEDS
 from fairseq_ctx.study.train import StudyError
 
 MIN_GAIN = 0.4      # BLEU: about the smallest gain the papers report for the configurations studied
@@ -60,7 +72,7 @@ class Claim:
     family: str
     kind: str                      # "bleu", "shuffled" or "pronouns"
     against: Optional[str] = None  # the baseline family of a "bleu" claim
-    seeds: int = 3
+    seeds: int = len(SEEDS)
 
 
 VOITA, DC, CSAN = "Voita et al. 2018 (context encoder)", "Ampomah et al. 2021 (Enc-DC)", "Yang et al. 2019 (CSAN)"
@@ -127,9 +139,9 @@ def _paired(deltas: List[float], p_values: List[float], what: str) -> Tuple[str,
     n = t["n"]
     why = (f"{t['mean']:+.2f} BLEU {what} on average, ahead in {t['wins']}/{n} seeds, p < 0.05 ahead in "
            f"{t['significant_wins']}, behind in {t['significant_losses']}")
-    if n > 1:
-        bound = t["mean"] + t_quantile(n - 1) * t["sd"] / sqrt(n)
-        why += f"; one-sided 95% upper bound {bound:+.2f}"
+    if n > 1:  # from the unrounded deltas: tally's 4-decimal mean and sd could move a bound across MIN_GAIN
+        bound = mean(deltas) + t_quantile(n - 1) * stdev(deltas) / sqrt(n)
+        why += f"; one-sided 95% upper bound {bound:+.3f}"
     if t["wins"] == n and 2 * t["significant_wins"] > n:
         return SUPPORTS, why
     if n > 1 and bound < MIN_GAIN:
@@ -147,7 +159,7 @@ def _pronouns(recs: List[Dict]) -> Tuple[str, str]:
         right_true, right_none = round(test["true"]["accuracy"] * groups), round(test["none"]["accuracy"] * groups)
         decided = usage["attribution"]["context_decided"]["items"]
         undone = decided - (right_true - right_none)
-        if not (0 <= undone <= right_none and decided <= right_true):
+        if not (0 <= undone <= right_none and decided <= right_true and decided + undone <= groups):
             raise StudyError(f"{rec['name']}: {decided} items decided by the context do not fit {right_true} "
                              f"right with it and {right_none} without (a stale usage report?)")
         b, c, total = b + decided, c + undone, total + groups
