@@ -2,6 +2,8 @@
 statistics against scipy's, each rule on made-up records, and the copy in
 docs/study.md against the committed results."""
 import re
+from fractions import Fraction
+from math import comb
 
 import pytest
 
@@ -12,22 +14,34 @@ from tests.utils import REPO
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("b,c", [(0, 0), (1, 0), (0, 3), (8, 2), (20, 2), (10, 5), (7, 7), (700, 640)])
-def test_sign_test_is_scipys_one_sided_binomial_test(b, c):
-    stats = pytest.importorskip("scipy.stats")
-    want = 1.0 if b + c == 0 else stats.binomtest(b, b + c, 0.5, alternative="greater").pvalue
+def _binomial_cdf(k, n, p):
+    """P(X <= k) for X ~ Binomial(n, p), summed term by term from the
+    definition (exact binomial coefficients; n up to a few hundred)."""
+    return sum(comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k + 1))
+
+
+@pytest.mark.parametrize("b,c", [(0, 0), (1, 0), (0, 3), (8, 2), (20, 2), (10, 5), (7, 7), (140, 120)])
+def test_sign_test_is_the_exact_binomial_tail(b, c):
+    n = b + c
+    want = 1.0 if n == 0 else float(sum(Fraction(comb(n, i), 2 ** n) for i in range(b, n + 1)))
     assert v.sign_test(b, c) == pytest.approx(want, rel=1e-9)
+    assert v.sign_test(8, 2) == 56 / 1024  # C(10,8) + C(10,9) + C(10,10) = 56 of 2^10
 
 
-@pytest.mark.parametrize("k,n", [(0, 10), (0, 270), (1, 180), (10, 270), (44, 90), (89, 90), (600, 2000)])
-def test_the_bounds_are_clopper_pearsons(k, n):
-    stats = pytest.importorskip("scipy.stats")
-    assert v.upper_bound(k, n) == pytest.approx(stats.beta.ppf(0.95, k + 1, n - k), abs=1e-9)
-    assert v.upper_bound(k, n, 0.025) == pytest.approx(stats.beta.ppf(0.975, k + 1, n - k), abs=1e-9)
-    want_lower = 0.0 if k == 0 else stats.beta.ppf(0.025, k, n - k + 1)
-    assert v.lower_bound(k, n, 0.025) == pytest.approx(want_lower, abs=1e-9)
-    assert v.upper_bound(n, n) == 1.0
-    assert v.upper_bound(0, 10) == pytest.approx(1 - 0.05 ** (1 / 10), abs=1e-12)  # the closed form at k = 0
+@pytest.mark.parametrize("k,n", [(0, 10), (0, 270), (1, 180), (10, 270), (44, 90), (89, 90), (150, 200)])
+@pytest.mark.parametrize("alpha", [0.05, 0.025])
+def test_the_bounds_are_clopper_pearsons(k, n, alpha):
+    # the upper bound is the p at which k or fewer has probability alpha,
+    # the lower bound the p at which k or more has
+    upper, lower = v.upper_bound(k, n, alpha), v.lower_bound(k, n, alpha)
+    assert _binomial_cdf(k, n, upper) == pytest.approx(alpha, abs=1e-9)
+    if k == 0:
+        assert lower == 0.0
+    else:
+        assert 1 - _binomial_cdf(k - 1, n, lower) == pytest.approx(alpha, abs=1e-9)
+    assert v.upper_bound(n, n, alpha) == 1.0
+    assert v.upper_bound(0, n, alpha) == pytest.approx(1 - alpha ** (1 / n), abs=1e-12)  # the closed form at k = 0
+    assert v.lower_bound(n, n, alpha) == pytest.approx(alpha ** (1 / n), abs=1e-12)
 
 
 def test_t_quantile_is_students():

@@ -52,7 +52,7 @@ attribution); a later seed is not counted, so a rerun cannot change a
 majority.
 """
 from dataclasses import dataclass
-from math import exp, lgamma, log, sqrt
+from math import sqrt
 from statistics import mean, stdev
 from typing import Dict, List, Optional, Tuple
 
@@ -93,42 +93,32 @@ CLAIMS = [
 
 
 def sign_test(b: int, c: int) -> float:
-    """One-sided exact sign test: P(X >= b) for X ~ Binomial(b + c, 1/2)."""
-    return _tail(b, b + c, 0.5) if b + c else 1.0
+    """One-sided exact sign test: P(X >= b) for X ~ Binomial(b + c, 1/2)
+    (scipy's ``binomtest``)."""
+    from scipy.stats import binomtest  # scipy comes with scikit-learn, a fairseq requirement (scripts/install.sh)
 
-
-def _tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p), summed in log space (no overflow)."""
-    if k <= 0:
-        return 1.0
-    if p <= 0.0:
-        return 0.0
-    if p >= 1.0:
-        return 1.0
-    lp, lq = log(p), log(1 - p)
-    return min(1.0, sum(exp(lgamma(n + 1) - lgamma(i + 1) - lgamma(n - i + 1) + i * lp + (n - i) * lq)
-                        for i in range(k, n + 1)))
+    return float(binomtest(b, b + c, 0.5, alternative="greater").pvalue) if b + c else 1.0
 
 
 def upper_bound(k: int, n: int, alpha: float = ALPHA) -> float:
     """One-sided (1 - alpha) Clopper-Pearson upper bound of a binomial
-    proportion: the p at which P(X <= k | n, p) = alpha (1 when k = n)."""
-    if k >= n:
-        return 1.0
-    lo, hi = k / n, 1.0
-    for _ in range(60):  # P(X <= k) falls as p grows; bisection far below the printed precision
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if 1 - _tail(k + 1, n, mid) > alpha else (lo, mid)
-    return hi
+    proportion: the p at which P(X <= k | n, p) = alpha, the (1 - alpha)
+    quantile of Beta(k + 1, n - k); 1 when k = n."""
+    from scipy.stats import beta
+
+    return 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
 
 
 def lower_bound(k: int, n: int, alpha: float = ALPHA) -> float:
-    """One-sided (1 - alpha) Clopper-Pearson lower bound (0 when k = 0)."""
-    return 1 - upper_bound(n - k, n, alpha)
+    """One-sided (1 - alpha) Clopper-Pearson lower bound: the alpha quantile
+    of Beta(k, n - k + 1); 0 when k = 0."""
+    from scipy.stats import beta
+
+    return 0.0 if k <= 0 else float(beta.ppf(alpha, k, n - k + 1))
 
 
 def t_quantile(df: int, q: float = 1 - ALPHA) -> float:
-    from scipy.stats import t  # scipy comes with scikit-learn, a fairseq requirement (scripts/install.sh)
+    from scipy.stats import t
 
     return float(t.ppf(q, df))
 
