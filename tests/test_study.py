@@ -631,8 +631,12 @@ def test_study_smoke_interrupt_resume(tmp_path):
     result_dir = tmp_path / "gpu-out"
     env = cli_process.env_with_python(dict(os.environ, OMP_NUM_THREADS="1", JOBS="1", EVAL_RESERVE_S="0",
                                            OUT=str(result_dir), STUDY_OUT=str(out), STUDY_RESULTS=str(results)))
+    # nor is it trained again there: it landed (its record is in the results)
     restored = _study(data, out, results, "--runs", "transformer", "concat", "--stage", "all")
     assert restored.returncode == 0, restored.stderr[-3000:]
+    assert "[study] transformer: landed (its record is in the results); not trained again" in restored.stdout
+    assert "transformer: epoch" not in restored.stdout and not (out / "transformer").exists()
+    assert json.loads(results.read_text())["runs"] == before["runs"]
     start = time.time()
     cut = subprocess.run(["bash", "scripts/gpu-study.sh", "1", "--device", "cpu", "--smoke", "--data", str(data),
                           "--runs", "transformer", "concat", "transformer-wide"],
@@ -654,9 +658,10 @@ def test_study_smoke_interrupt_resume(tmp_path):
     status = _study(data, out, results, "--runs", "transformer", "concat", "transformer-wide", "--stage", "status")
     assert status.returncode == 0, status.stderr[-3000:]
     states = {line.split()[0]: line.split(None, 4)[4] for line in status.stdout.splitlines()[1:4]}
-    assert states == {"transformer": "evaluated", "concat": "evaluated",
-                      "transformer-wide": "stopped (resumes with the same command)"}
-    assert "2 of 3 runs trained (2 evaluated), 0 training now" in status.stdout
+    assert states == {"transformer": "landed (its record is in the results; not on this machine)",
+                      "concat": "evaluated", "transformer-wide": "stopped (resumes with the same command)"}
+    assert "2 of 3 runs trained (2 evaluated; 1 landed earlier, not on this machine), 0 training now" \
+        in status.stdout
 
 
 def test_a_childs_cpu_time_is_measured(tmp_path):
@@ -858,7 +863,7 @@ def test_status_reads_where_every_run_stands_and_touches_nothing(tmp_path, capsy
 
     names = ["transformer", "transformer-wide", "transformer_ctxenc", "transformer_ctxsan", "transformer-seed2",
              "concat", "transformer_dc", "concat-equal-data"]
-    main(["--out", str(tmp_path), "--stage", "status", "--runs", *names])
+    main(["--out", str(tmp_path), "--results", str(tmp_path / "none.json"), "--stage", "status", "--runs", *names])
     lines = capsys.readouterr().out.splitlines()
     rows = {line.split()[0]: line.split(None, 4)[1:] for line in lines[1:1 + len(names)]}
     assert rows == {
@@ -930,3 +935,89 @@ def test_status_of_a_run_whose_files_are_being_written(tmp_path):
     assert run_status(str(tmp_path), run, STUDY)["state"] == "being written: ask again"
     (tmp_path / "transformer" / "train.done").unlink()
     assert run_status(str(tmp_path), run, STUDY)["state"] == "stopped (resumes with the same command)"
+
+
+@pytest.mark.unit
+def test_a_landed_run_is_not_trained_again_unless_a_warm_start_needs_it(tmp_path, capsys, monkeypatch):
+    """A fresh machine holds the committed results but no checkpoints: a run
+    whose record is there at its budget is skipped by training and counted
+    as done by --stage status; a record of another budget, or one never
+    evaluated, does not count; a landed run that GRET or its control starts
+    from is trained again just before the first of them and compared with
+    its record; concatenation at equal data takes the epoch lengths of
+    landed runs from their records."""
+    from types import SimpleNamespace
+
+    from fairseq_ctx.study import __main__ as driver
+    from fairseq_ctx.study.report import landed
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import compare_with_landed, history, settings_of, to_train
+
+    def hist(*epochs):
+        return [{"epoch": i + 1, "updates": u, "valid_loss": loss, "train_seconds": 600.0 * (i + 1)}
+                for i, (u, loss) in enumerate(epochs)]
+
+    def rec(name, budget=4000, bleu=28.0, epochs=((263, 7.5), (526, 6.2))):
+        return {"name": name, "status": "trained", "budget": budget, "updates": budget, "bleu": bleu,
+                "history": hist(*epochs)}
+
+    results, out = tmp_path / "study.json", tmp_path / "out"
+    out.mkdir()
+    results.write_text(json.dumps({"runs": [rec("transformer"), rec("transformer-wide", budget=2000),
+                                            rec("transformer_dc", bleu=None), rec("concat", epochs=((158, 7.9),))]}))
+    done = landed(str(results))
+    assert sorted(done) == ["concat", "transformer", "transformer-wide"]
+    # 4000 x 158 / 263 = 2403, to a multiple of budget/20
+    assert settings_of(by_name(["concat-equal-data"])[0], STUDY, str(out), done).budget == 2400
+
+    names = ["transformer", "transformer-wide", "transformer_dc", "transformer_gret", "transformer-continued"]
+    order, lines = to_train(by_name(names), str(out), done, STUDY)
+    assert [run.name for run in order] == ["transformer-wide", "transformer_dc", "transformer",
+                                           "transformer_gret", "transformer-continued"]
+    assert lines == ["[study] transformer: landed (its record is in the results); not trained again",
+                     "[study] transformer: landed, but its checkpoint is not on this machine: trained again, "
+                     "the warm start of transformer_gret"]
+    assert to_train(by_name(["transformer", "concat"]), str(out), done, STUDY)[0] == []
+
+    driver.main(["--out", str(out), "--results", str(results), "--stage", "status", "--runs", *names[:4]])
+    status = capsys.readouterr().out.splitlines()
+    assert [line.split(None, 4)[1:] for line in status[1:5]] == [
+        ["4000/4000", "0", "20.0", "landed, not on this machine: trained again first, the warm start of "
+                                   "transformer_gret"],
+        ["0/4000", "0", "0.0", "not started"],  # landed at another budget
+        ["0/4000", "0", "0.0", "not started"],  # never evaluated
+        ["0/4000", "0", "0.0", "waits for transformer"]]
+    assert status[5] == "1 of 4 runs trained (1 evaluated; 1 landed earlier, not on this machine), 0 training now"
+    # its rate (1,200 CPU s for 526 updates) prices its training again and
+    # the baseline's kind; Enc-DC and GRET take the mean of every run's
+    assert status[6] == (f"training left: about {4 * 4000 * 1200 / 526 / 3600:.1f} CPU hours for 4 runs (transformer "
+                         f"trained again for a warm start) at the rates measured so far")
+    driver.main(["--out", str(out), "--results", str(results), "--stage", "status", "--runs", "transformer"])
+    status = capsys.readouterr().out.splitlines()
+    assert status[1].split(None, 4)[1:] == ["4000/4000", "4000", "20.0",
+                                            "landed (its record is in the results; not on this machine)"]
+    assert status[2:] == ["1 of 1 runs trained (1 evaluated; 1 landed earlier, not on this machine), "
+                          "0 training now"]
+
+    # training: what the driver trains, in order, and the comparison of the
+    # run trained again with its record (fairseq's own training stood in for)
+    trained = []
+
+    def fake_train(run, bin_dir, user_dir, out_dir, echo, settings, deadline):
+        losses = (7.5, 6.2) if run.name == "transformer" else (7.0,)
+        logs = out / run.name / "logs"
+        logs.mkdir(parents=True)
+        for epoch, loss in enumerate(losses, 1):
+            (logs / f"epoch-{epoch:03d}.log").write_text(_valid(epoch, loss, 263 * epoch) + _end(epoch))
+        trained.append(run.name)
+        return True
+
+    monkeypatch.setattr(driver, "train", fake_train)
+    opts = SimpleNamespace(results=str(results), out=str(out), settings=STUDY, deadline_at=None, evaluate_each=False)
+    driver.train_all(opts, by_name(["transformer", "transformer-wide", "transformer-continued"]), "bin", "user-dir")
+    assert trained == ["transformer-wide", "transformer", "transformer-continued"]
+    assert "[study] transformer: trained again; equals its landed record: the same validation loss after each of " \
+           "its 2 epochs" in capsys.readouterr().out.splitlines()
+    assert compare_with_landed(history(str(out), by_name(["transformer"])[0]), rec("transformer", epochs=(
+        (263, 7.5), (526, 6.25)))) == ("differs from its landed record from epoch 2 on (valid loss 6.2 at 526 "
+                                       "updates, landed 6.25 at 526)")

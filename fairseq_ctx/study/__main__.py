@@ -5,7 +5,8 @@
 Re-running the same command continues where it stopped: finished runs are
 skipped, an interrupted run resumes from its last checkpoint, and every
 evaluation step whose output exists is skipped.  ``--stage train`` only
-trains; ``--stage evaluate`` only evaluates what has finished training (so it
+trains (a run whose record is in ``--results`` already, committed by an
+earlier session, is not trained again); ``--stage evaluate`` only evaluates what has finished training (so it
 can run on another core while training goes on); ``--stage status`` prints
 where every run stands and the training left, without touching anything;
 ``--stage table`` prints the per-family table of ``--results`` and the
@@ -41,7 +42,7 @@ def parse_args(argv=None):
                    + ", ".join(r.name for r in study_runs.RUNS))
     p.add_argument("--stage", choices=["train", "evaluate", "all", "status", "table"], default="all",
                    help="status: print each run's state, updates and CPU minutes and the training left, read "
-                        "from --out alone (nothing is started, written or locked); table: print the per-family "
+                        "from --out and --results (nothing is started, written or locked); table: print the per-family "
                         "table (mean ± sd over seeds, paired deltas) of --results and the verdict per paper claim")
     p.add_argument("--threads", type=int, default=1, help="OMP threads of every child process (default 1)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
@@ -72,17 +73,25 @@ def train_all(opts, selected, bin_dir, user_dir):
     run as soon as it has trained (its outputs only: the results file is
     written once, by the process that started the jobs).  Stops at the
     deadline: the run in training resumes with the same command later."""
-    from fairseq_ctx.study.train import DeadlineReached
+    from fairseq_ctx.study.report import landed as landed_runs
+    from fairseq_ctx.study.train import DeadlineReached, compare_with_landed, to_train
+
+    landed = landed_runs(opts.results)
+    order, lines = to_train(selected, opts.out, landed, opts.settings)
+    for line in lines:
+        echo(line)
 
     def one(run):
         ok = train(run, bin_dir, user_dir, opts.out, echo, opts.settings, opts.deadline_at)
-        if ok and opts.evaluate_each:
+        if ok and run.name in landed:  # trained again for a warm start: its record stays the landed one
+            echo(f"[study] {run.name}: trained again; {compare_with_landed(history(opts.out, run), landed[run.name])}")
+        elif ok and opts.evaluate_each:
             echo(f"[study] {run.name}: evaluating")
             evaluate_run(opts, run, {}, bin_dir, user_dir, read_refs(opts), fig_dir_of(opts))
         return ok
 
     try:
-        waiting = [run for run in selected if not one(run)]
+        waiting = [run for run in order if not one(run)]
         for run in waiting:  # warm starts whose source finished later in this pass
             one(run)
     except DeadlineReached as e:
@@ -221,6 +230,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
 
     records, hyps = [], {}
     previous_extra, previous_runs = report.read(opts.results)
+    landed = report.landed(opts.results)
     # --runs chooses what is evaluated now; the results keep every run
     # evaluated before, rebuilt from its outputs where they are on this
     # machine, else carried over from the results file as it was (a fresh
@@ -232,7 +242,10 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         if not (run in selected or evaluated or run.name in previous_runs):
             continue
         kept = report.read_hyps(fig_dir, run.name)
-        if not evaluated and not history(opts.out, run) and run.name in previous_runs:
+        # a landed run trained again here for a warm start keeps its landed
+        # record unless --runs names it
+        again = run.name in landed and not (opts.runs and run.name in opts.runs)
+        if not evaluated and (again or not history(opts.out, run)) and run.name in previous_runs:
             records.append(previous_runs[run.name])
             if kept is not None:  # its committed translations: it is paired like the others
                 hyps[run.name] = kept
@@ -279,7 +292,10 @@ def main(argv=None):
 
         if not os.path.isdir(opts.out):
             sys.exit(f"{ERROR_PREFIX}--out {opts.out}: no such directory (no study has run there)")
-        return echo(report(opts.out, selected, study_runs.SMOKE if opts.smoke else study_runs.STUDY))
+        from fairseq_ctx.study.report import landed
+
+        return echo(report(opts.out, selected, study_runs.SMOKE if opts.smoke else study_runs.STUDY,
+                           landed(opts.results)))
     if opts.stage == "table":
         from fairseq_ctx.study import report
 

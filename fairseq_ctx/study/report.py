@@ -242,6 +242,17 @@ def read(path: str) -> Tuple[Dict, Dict[str, Dict]]:
     return data, {rec["name"]: rec for rec in runs}
 
 
+def landed(path: str) -> Dict[str, Dict]:
+    """The runs of the results file at ``path`` that finished and were
+    evaluated, by name: what landed, in this session or an earlier one.  A
+    fresh machine holds their records and translations (committed) but not
+    their checkpoints; training skips them and ``--stage status`` counts
+    them (fairseq_ctx.study.train.to_train)."""
+    return {name: rec for name, rec in read(path)[1].items()
+            if rec.get("status") == "trained" and rec.get("bleu") is not None
+            and rec.get("updates") == rec.get("budget")}
+
+
 def _hyps_path(fig_dir: str, name: str) -> str:
     return os.path.join(fig_dir, "hyps", name + ".test.hyp")
 

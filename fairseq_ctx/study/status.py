@@ -1,9 +1,13 @@
 """``python3 -m fairseq_ctx.study --stage status``: where the study stands.
 
-Read from the study's output directory alone: no process is started, no file
-written and no lock taken, so it can run at any time beside the training
-processes without one of them ever seeing it (taking a run's lock, even for
-an instant, could make a training process skip that run).
+Read from the study's output directory and its results file: no process is
+started, no file written and no lock taken, so it can run at any time beside
+the training processes without one of them ever seeing it (taking a run's
+lock, even for an instant, could make a training process skip that run).
+A run whose record is in the results (it landed, in this session or an
+earlier one) but which has not trained on this machine counts as trained and
+evaluated, since training skips it; where a run to train warm-starts from
+it, it is trained again first and counted in the training left.
 
 Per run: its state (evaluated, trained, training and by which process,
 stopped part-way, waiting for its warm start, not started, refused: trained
@@ -24,7 +28,7 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import StudyError, done_marker, history, is_trained, run_dir, settings_of
+from fairseq_ctx.study.train import StudyError, done_marker, has_landed, history, is_trained, run_dir, settings_of
 
 # fairseq's progress lines ("num_updates=2680") and epoch summaries ("| num_updates 2630")
 _UPDATES_RE = re.compile(r"num_updates[= ](\d+)")
@@ -32,6 +36,8 @@ _UPDATES_RE = re.compile(r"num_updates[= ](\d+)")
 _CHECKPOINT_RE = re.compile(r"(?:Saved|Loaded) checkpoint \S+ \(epoch \d+ @ (\d+) updates")
 # lock_holder's answer when the lock table cannot be read
 UNKNOWN = -1
+# the state of a run that landed and has not trained on this machine
+LANDED = "landed (its record is in the results; not on this machine)"
 
 
 def read_logs(out: str, run: Run) -> Tuple[int, int]:
@@ -80,11 +86,15 @@ def lock_holder(path: str, locks: str = "/proc/locks") -> Optional[int]:
     return None
 
 
-def run_status(out: str, run: Run, settings: Settings) -> Dict:
+def run_status(out: str, run: Run, settings: Settings, landed: Optional[Dict[str, Dict]] = None,
+               warm_start_of: Sequence[str] = ()) -> Dict:
     """One run's row: name, state, updates, budget (None: not known yet),
     resumes_from, cpu_seconds and rate (CPU seconds an update, both of its
     finished epochs; rate None before the first) and pid (the process
-    training it, if any)."""
+    training it, if any).  ``landed``: the results' finished records by
+    name (report.landed); ``warm_start_of``: the unfinished runs that start
+    from this one's checkpoint."""
+    landed = landed or {}
     from fairseq_ctx.study.evaluate import is_evaluated
 
     try:
@@ -98,7 +108,7 @@ def run_status(out: str, run: Run, settings: Settings) -> Dict:
         return {"name": run.name, "budget": None, "updates": 0, "resumes_from": 0, "cpu_seconds": 0.0,
                 "rate": None, "pid": None, "state": "being written: ask again"}
     try:
-        budget = settings_of(run, settings, out).budget
+        budget = settings_of(run, settings, out, landed).budget
     except StudyError:
         budget = None  # scaled by epoch lengths that are not all known yet
     resumes = max(checkpoint, hist[-1]["updates"] if hist else 0)
@@ -120,6 +130,15 @@ def run_status(out: str, run: Run, settings: Settings) -> Dict:
         row["state"] = f"training (pid {row['pid']})"
     elif os.path.isdir(os.path.join(run_dir(out, run), "logs")) and os.listdir(os.path.join(run_dir(out, run), "logs")):
         row["state"] = "stopped (resumes with the same command)"
+    elif has_landed(run, landed, settings, out):
+        rec = landed[run.name]
+        last = rec["history"][-1] if rec.get("history") else {"train_seconds": 0.0}
+        row.update(updates=rec["updates"], cpu_seconds=last["train_seconds"],
+                   rate=last["train_seconds"] / last["updates"] if last["train_seconds"] else None)
+        if warm_start_of:
+            row["state"] = f"landed, not on this machine: trained again first, the warm start of {', '.join(warm_start_of)}"
+        else:
+            row.update(resumes_from=rec["updates"], state=LANDED)
     elif run.warm_start and not os.path.exists(done_marker(out, Run(run.warm_start, ""))):
         row["state"] = f"waits for {run.warm_start}"
     else:
@@ -139,7 +158,7 @@ def remaining_cpu_seconds(rows: Sequence[Dict], runs: Sequence[Run]):
     every = [rate for values in rates[0].values() for rate in values]
     left, unknown = 0.0, []
     for row, run in zip(rows, runs):
-        if row["state"] in ("evaluated", "trained"):
+        if row["state"] in ("evaluated", "trained", LANDED):
             continue
         alike = next((by[key(run)] for by, key in zip(rates, keys) if key(run) in by), every)
         rate = row["rate"] if row["rate"] is not None else (sum(alike) / len(alike) if alike else None)
@@ -150,24 +169,35 @@ def remaining_cpu_seconds(rows: Sequence[Dict], runs: Sequence[Run]):
     return left, unknown
 
 
-def report(out: str, runs: Sequence[Run], settings: Settings) -> str:
-    """The table and its summary lines, as ``--stage status`` prints them."""
-    rows = [run_status(out, run, settings) for run in runs]
+def report(out: str, runs: Sequence[Run], settings: Settings, landed: Optional[Dict[str, Dict]] = None) -> str:
+    """The table and its summary lines, as ``--stage status`` prints them
+    (``landed``: report.landed of the results file)."""
+    landed = landed or {}
+    # the runs that still train from another's checkpoint
+    unfinished = [run for run in runs if run.warm_start and not is_trained(out, run)
+                  and not has_landed(run, landed, settings, out)]
+    rows = [run_status(out, run, settings, landed, [r.name for r in unfinished if r.warm_start == run.name])
+            for run in runs]
     width = max([len("run")] + [len(r["name"]) for r in rows])
     lines = [f"{'run':<{width}}  {'updates':>11}  {'resumes at':>10}  {'CPU min':>7}  state"]
     for r in rows:
         budget = "?" if r["budget"] is None else str(r["budget"])
         lines.append(f"{r['name']:<{width}}  {str(r['updates']) + '/' + budget:>11}  {r['resumes_from']:>10}  "
                      f"{r['cpu_seconds'] / 60:>7.1f}  {r['state']}")
-    trained = sum(r["state"] in ("evaluated", "trained") for r in rows)
-    evaluated = sum(r["state"] == "evaluated" for r in rows)
+    away = sum(r["state"] == LANDED or r["state"].startswith("landed, not on this machine") for r in rows)
+    trained = sum(r["state"] in ("evaluated", "trained") for r in rows) + away
+    evaluated = sum(r["state"] == "evaluated" for r in rows) + away
     training = sum(r["state"].startswith("training") for r in rows)
-    lines.append(f"{trained} of {len(rows)} runs trained ({evaluated} evaluated), {training} training now")
+    lines.append(f"{trained} of {len(rows)} runs trained ({evaluated} evaluated"
+                 + (f"; {away} landed earlier, not on this machine" if away else "")
+                 + f"), {training} training now")
     left, unknown = remaining_cpu_seconds(rows, runs)
-    counted = len(rows) - trained - len(unknown)
+    again = [r["name"] for r in rows if r["state"].startswith("landed, not on this machine")]
+    counted = len(rows) - trained + len(again) - len(unknown)
     if counted:
-        lines.append(f"training left: about {left / 3600:.1f} CPU hours for {counted} runs at the rates measured so "
-                     f"far" + (f"; not counted, budget or rate not known yet: {', '.join(unknown)}" if unknown else ""))
+        lines.append(f"training left: about {left / 3600:.1f} CPU hours for {counted} runs"
+                     + (f" ({', '.join(again)} trained again for a warm start)" if again else "")
+                     + " at the rates measured so far" + (f"; not counted, budget or rate not known yet: {', '.join(unknown)}" if unknown else ""))
     elif unknown:
         lines.append(f"training left: not known yet (no finished epoch gives a rate, or no budget): {', '.join(unknown)}")
     return "\n".join(lines)

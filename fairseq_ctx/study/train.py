@@ -87,12 +87,14 @@ def history(out: str, run: Run) -> List[Dict]:
     return out_rows
 
 
-def settings_of(run: Run, settings: Settings = STUDY, out: Optional[str] = None) -> Settings:
+def settings_of(run: Run, settings: Settings = STUDY, out: Optional[str] = None,
+                landed: Optional[Dict[str, Dict]] = None) -> Settings:
     """The settings ``run`` trains with: the study's, at its own budget if it
     has one (the pilot's, ``RUN@N``), or at the budget that gives it as many
     sentence pairs as the run it is matched to (``budget_from``, read from
-    the first epochs of the two runs under ``out``; StudyError while one of
-    them has not finished its first epoch)."""
+    the first epochs of the two runs under ``out``, or of their records in
+    ``landed`` where a run landed and is not on this machine; StudyError
+    while one of them has not finished its first epoch)."""
     if run.budget:
         return settings.with_budget(run.budget)
     if run.budget_from:
@@ -100,6 +102,7 @@ def settings_of(run: Run, settings: Settings = STUDY, out: Optional[str] = None)
         lengths = []
         for name in (same_batches, reference):
             hist = history(out, Run(name, "")) if out else []
+            hist = hist or (landed or {}).get(name, {}).get("history", [])
             if not hist:
                 raise StudyError(f"{run.name}: its budget is the study's scaled by the epoch lengths of {same_batches} "
                                  f"and {reference}; {name} has not finished an epoch yet")
@@ -146,6 +149,61 @@ def is_trained(out: str, run: Run, settings: Optional[Settings] = None) -> bool:
             raise StudyError(f"{run_dir(out, run)} holds {run.name} trained to a budget of {got} updates, not "
                              f"{want}: move it away (or choose its budget with --runs {run.name}@{got})")
     return True
+
+
+def has_landed(run: Run, landed: Dict[str, Dict], settings: Settings, out: Optional[str] = None) -> bool:
+    """Whether ``run``'s record is among ``landed`` (report.landed) at the
+    budget ``run`` has under ``settings``: a record of another budget is not
+    this run, which then trains."""
+    rec = landed.get(run.name)
+    if rec is None:
+        return False
+    try:
+        return rec["budget"] == settings_of(run, settings, out, landed).budget
+    except StudyError:
+        return False
+
+
+def to_train(selected: List[Run], out: str, landed: Dict[str, Dict], settings: Settings) -> Tuple[List[Run], List[str]]:
+    """The runs to train, in order, and one line per run skipped or added.
+
+    A run that landed (``has_landed``) and has not trained on this machine
+    is skipped: its record and translations are committed, so a fresh
+    machine never trains it again.  The exception is a warm start: a run
+    that starts from a landed run's checkpoint (GRET and its control) needs
+    that checkpoint on this machine, so the landed run is trained again,
+    just before the first run that needs it (same recipe and seed; its
+    record stays the landed one)."""
+    def away(run):
+        return has_landed(run, landed, settings, out) and not is_trained(out, run)
+
+    order, lines = [], []
+    for run in selected:
+        if away(run):
+            lines.append(f"[study] {run.name}: landed (its record is in the results); not trained again")
+            continue
+        if run.warm_start and not is_trained(out, run):
+            from fairseq_ctx.study.runs import by_name
+
+            source = by_name([run.warm_start])[0]
+            if away(source) and source not in order:
+                lines.append(f"[study] {source.name}: landed, but its checkpoint is not on this machine: trained "
+                             f"again, the warm start of {run.name}")
+                order.append(source)
+        order.append(run)
+    return order, lines
+
+
+def compare_with_landed(hist: List[Dict], rec: Dict) -> str:
+    """How a run trained again compares with its landed record: the
+    validation loss after every epoch (fairseq logs three decimals)."""
+    for mine, theirs in zip(hist, rec.get("history", [])):
+        if (mine["updates"], mine["valid_loss"]) != (theirs["updates"], theirs["valid_loss"]):
+            return (f"differs from its landed record from epoch {mine['epoch']} on (valid loss {mine['valid_loss']} "
+                    f"at {mine['updates']} updates, landed {theirs['valid_loss']} at {theirs['updates']})")
+    if len(hist) != len(rec.get("history", [])):
+        return f"has {len(hist)} epochs, its landed record {len(rec.get('history', []))}"
+    return f"equals its landed record: the same validation loss after each of its {len(hist)} epochs"
 
 
 def code_commit() -> str:
