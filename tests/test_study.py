@@ -430,7 +430,7 @@ def test_record_status(tmp_path):
     from fairseq_ctx.study.__main__ import base_record
     from fairseq_ctx.study.runs import RUNS
 
-    opts = SimpleNamespace(out=str(tmp_path), settings=STUDY)
+    opts = SimpleNamespace(out=str(tmp_path), settings=STUDY, landed={})
     assert base_record(opts, RUNS[0])["status"] == "not started"
     logs = tmp_path / RUNS[0].name / "logs"
     logs.mkdir(parents=True)
@@ -953,6 +953,10 @@ def test_a_landed_run_is_not_trained_again_unless_a_warm_start_needs_it(tmp_path
     from fairseq_ctx.study.runs import by_name
     from fairseq_ctx.study.train import compare_with_landed, history, settings_of, to_train
 
+    def landed_of(records, where):
+        (where / "other.json").write_text(json.dumps({"runs": records}))
+        return landed(str(where / "other.json"))
+
     def hist(*epochs):
         return [{"epoch": i + 1, "updates": u, "valid_loss": loss, "train_seconds": 600.0 * (i + 1)}
                 for i, (u, loss) in enumerate(epochs)]
@@ -971,13 +975,16 @@ def test_a_landed_run_is_not_trained_again_unless_a_warm_start_needs_it(tmp_path
     assert settings_of(by_name(["concat-equal-data"])[0], STUDY, str(out), done).budget == 2400
 
     names = ["transformer", "transformer-wide", "transformer_dc", "transformer_gret", "transformer-continued"]
-    order, lines = to_train(by_name(names), str(out), done, STUDY)
+    order, lines, again = to_train(by_name(names), str(out), done, STUDY)
     assert [run.name for run in order] == ["transformer-wide", "transformer_dc", "transformer",
                                            "transformer_gret", "transformer-continued"]
-    assert lines == ["[study] transformer: landed (its record is in the results); not trained again",
-                     "[study] transformer: landed, but its checkpoint is not on this machine: trained again, "
-                     "the warm start of transformer_gret"]
-    assert to_train(by_name(["transformer", "concat"]), str(out), done, STUDY)[0] == []
+    assert lines == ["[study] transformer: landed, but its checkpoint is not on this machine: trained again, "
+                     "the warm start of transformer_gret"] and again == ["transformer"]
+    assert to_train(by_name(["transformer", "concat"]), str(out), done, STUDY) == (
+        [], ["[study] transformer: landed (its record is in the results); not trained again",
+             "[study] concat: landed (its record is in the results); not trained again"], [])
+    # a record without a budget is not a landed run
+    assert "x" not in landed_of([{"name": "x", "status": "trained", "bleu": 1.0}], tmp_path)
 
     driver.main(["--out", str(out), "--results", str(results), "--stage", "status", "--runs", *names[:4]])
     status = capsys.readouterr().out.splitlines()
@@ -1003,21 +1010,76 @@ def test_a_landed_run_is_not_trained_again_unless_a_warm_start_needs_it(tmp_path
     # run trained again with its record (fairseq's own training stood in for)
     trained = []
 
-    def fake_train(run, bin_dir, user_dir, out_dir, echo, settings, deadline):
+    def fake_train(run, bin_dir, user_dir, out_dir, echo, settings, deadline, landed):
         losses = (7.5, 6.2) if run.name == "transformer" else (7.0,)
         logs = out / run.name / "logs"
         logs.mkdir(parents=True)
         for epoch, loss in enumerate(losses, 1):
             (logs / f"epoch-{epoch:03d}.log").write_text(_valid(epoch, loss, 263 * epoch) + _end(epoch))
+        (out / run.name / "train.done").write_text(json.dumps({"updates": 4000, "train_seconds": 1.0,
+                                                               "budget": 4000}))
         trained.append(run.name)
         return True
 
     monkeypatch.setattr(driver, "train", fake_train)
-    opts = SimpleNamespace(results=str(results), out=str(out), settings=STUDY, deadline_at=None, evaluate_each=False)
+    opts = SimpleNamespace(results=str(results), out=str(out), settings=STUDY, deadline_at=None, evaluate_each=True,
+                           landed=done)
+    monkeypatch.setattr(driver, "evaluate_run", lambda opts, run, *a: trained.append(f"evaluated {run.name}"))
+    monkeypatch.setattr(driver, "read_refs", lambda opts: [])
+    monkeypatch.setattr(driver, "fig_dir_of", lambda opts: str(tmp_path))
     driver.train_all(opts, by_name(["transformer", "transformer-wide", "transformer-continued"]), "bin", "user-dir")
-    assert trained == ["transformer-wide", "transformer", "transformer-continued"]
-    assert "[study] transformer: trained again; equals its landed record: the same validation loss after each of " \
-           "its 2 epochs" in capsys.readouterr().out.splitlines()
+    # the run landed at another budget trains and is evaluated like any other;
+    # the one trained again for the warm start is compared, not evaluated
+    assert trained == ["transformer-wide", "evaluated transformer-wide", "transformer", "transformer-continued",
+                       "evaluated transformer-continued"]
+    assert capsys.readouterr().out.splitlines() == [
+        "[study] transformer: landed, but its checkpoint is not on this machine: trained again, the warm start of "
+        "transformer-continued",
+        "[study] transformer-wide: evaluating",
+        "[study] transformer: trained again; equals its landed record: the same validation loss after each of its "
+        "2 epochs",
+        "[study] transformer-continued: evaluating"]
+    # status: trained again, its landed record kept, counted as evaluated
+    driver.main(["--out", str(out), "--results", str(results), "--stage", "status", "--runs", "transformer"])
+    status = capsys.readouterr().out.splitlines()
+    assert status[1].split(None, 4)[4] == "trained again for a warm start (its landed record is kept)"
+    assert status[2] == "1 of 1 runs trained (1 evaluated), 0 training now"
     assert compare_with_landed(history(str(out), by_name(["transformer"])[0]), rec("transformer", epochs=(
         (263, 7.5), (526, 6.25)))) == ("differs from its landed record from epoch 2 on (valid loss 6.2 at 526 "
                                        "updates, landed 6.25 at 526)")
+
+
+@pytest.mark.unit
+def test_a_landed_run_trained_again_keeps_its_landed_record(tmp_path, monkeypatch):
+    """Evaluating after the baseline was trained again for a warm start (a
+    fresh machine): its landed record stays as committed, unless --runs
+    names it."""
+    from types import SimpleNamespace
+
+    from fairseq_ctx.study import __main__ as driver
+    from fairseq_ctx.study.report import landed, read
+
+    committed = read(os.path.join(REPO, "benchmarks", "study-bible-budget.json"))[1]["transformer"]
+    results, out = tmp_path / "study.json", tmp_path / "out"
+    results.write_text(json.dumps({"runs": [committed]}))
+    (out / "transformer" / "logs").mkdir(parents=True)
+    (out / "transformer" / "logs" / "epoch-001.log").write_text(_valid(1, 7.4, 263) + _end(1))
+    (out / "transformer" / "train.done").write_text(json.dumps({"updates": 4000, "train_seconds": 1.0,
+                                                                "budget": 4000, "final_valid_loss": 7.4}))
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "test.en").write_text("A line.\n")
+
+    class Evaluated(Exception):
+        pass
+
+    def fake_evaluate(opts, run, *args):
+        raise Evaluated(run.name)
+
+    monkeypatch.setattr(driver, "evaluate_run", fake_evaluate)
+    opts = SimpleNamespace(out=str(out), results=str(results), data=str(tmp_path), settings=STUDY, runs=None,
+                           landed=landed(str(results)), study_data=None, device="cpu")
+    driver.evaluate_all(opts, runs.RUNS, "bin", "user-dir")
+    assert read(str(results))[1]["transformer"] == committed
+    opts.runs = ["transformer"]
+    with pytest.raises(Evaluated, match="transformer"):
+        driver.evaluate_all(opts, runs.by_name(["transformer"]), "bin", "user-dir")

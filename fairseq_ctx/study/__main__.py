@@ -25,7 +25,8 @@ from dataclasses import replace
 
 from fairseq_ctx.study import runs as study_runs
 from fairseq_ctx.study.report import family
-from fairseq_ctx.study.train import StudyError, done_marker, history, is_trained, params_from_logs, train
+from fairseq_ctx.study.train import (StudyError, done_marker, history, is_trained, params_from_logs, train,
+                                     trained_again)
 from fairseq_ctx.errors import ERROR_PREFIX  # every tool's (docs/errors.md)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -73,17 +74,16 @@ def train_all(opts, selected, bin_dir, user_dir):
     run as soon as it has trained (its outputs only: the results file is
     written once, by the process that started the jobs).  Stops at the
     deadline: the run in training resumes with the same command later."""
-    from fairseq_ctx.study.report import landed as landed_runs
     from fairseq_ctx.study.train import DeadlineReached, compare_with_landed, to_train
 
-    landed = landed_runs(opts.results)
-    order, lines = to_train(selected, opts.out, landed, opts.settings)
+    landed = opts.landed
+    order, lines, again = to_train(selected, opts.out, landed, opts.settings)
     for line in lines:
         echo(line)
 
     def one(run):
-        ok = train(run, bin_dir, user_dir, opts.out, echo, opts.settings, opts.deadline_at)
-        if ok and run.name in landed:  # trained again for a warm start: its record stays the landed one
+        ok = train(run, bin_dir, user_dir, opts.out, echo, opts.settings, opts.deadline_at, landed)
+        if ok and run.name in again:  # trained again for a warm start: its record stays the landed one
             echo(f"[study] {run.name}: trained again; {compare_with_landed(history(opts.out, run), landed[run.name])}")
         elif ok and opts.evaluate_each:
             echo(f"[study] {run.name}: evaluating")
@@ -152,7 +152,7 @@ def base_record(opts, run) -> dict:
            "updates": hist[-1]["updates"] if hist else 0,
            "best_valid_loss": min(h["valid_loss"] for h in hist) if hist else None,
            "train_minutes": round(hist[-1]["train_seconds"] / 60, 1) if hist else 0.0, "history": hist,
-           "status": "trained" if is_trained(opts.out, run, opts.settings) else "training" if hist else "not started"}
+           "status": "trained" if is_trained(opts.out, run, opts.settings, opts.landed) else "training" if hist else "not started"}
     if rec["status"] == "trained":
         done = json.load(open(done_marker(opts.out, run)))
         rec.update(budget=done["budget"], final_valid_loss=done.get("final_valid_loss"),
@@ -230,7 +230,6 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
 
     records, hyps = [], {}
     previous_extra, previous_runs = report.read(opts.results)
-    landed = report.landed(opts.results)
     # --runs chooses what is evaluated now; the results keep every run
     # evaluated before, rebuilt from its outputs where they are on this
     # machine, else carried over from the results file as it was (a fresh
@@ -244,7 +243,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         kept = report.read_hyps(fig_dir, run.name)
         # a landed run trained again here for a warm start keeps its landed
         # record unless --runs names it
-        again = run.name in landed and not (opts.runs and run.name in opts.runs)
+        again = trained_again(opts.out, run, opts.landed, opts.settings) and not (opts.runs and run.name in opts.runs)
         if not evaluated and (again or not history(opts.out, run)) and run.name in previous_runs:
             records.append(previous_runs[run.name])
             if kept is not None:  # its committed translations: it is paired like the others
@@ -286,16 +285,17 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
 
 def main(argv=None):
     opts = parse_args(argv)
+    from fairseq_ctx.study.report import landed
+
+    # what has landed: training skips it, status counts it (fairseq_ctx.study.train.to_train)
+    opts.landed = landed(opts.results)
     selected = study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
     if opts.stage == "status":
         from fairseq_ctx.study.status import report
 
         if not os.path.isdir(opts.out):
             sys.exit(f"{ERROR_PREFIX}--out {opts.out}: no such directory (no study has run there)")
-        from fairseq_ctx.study.report import landed
-
-        return echo(report(opts.out, selected, study_runs.SMOKE if opts.smoke else study_runs.STUDY,
-                           landed(opts.results)))
+        return echo(report(opts.out, selected, study_runs.SMOKE if opts.smoke else study_runs.STUDY, opts.landed))
     if opts.stage == "table":
         from fairseq_ctx.study import report
 

@@ -15,7 +15,7 @@ import time
 from typing import Dict, List, Optional
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import StudyError, children_cpu_seconds, history, run_dir, settings_of
+from fairseq_ctx.study.train import StudyError, children_cpu_seconds, done_marker, history, run_dir, settings_of
 
 BEAM = 4
 GENERATE = ["--gen-subset", "test", "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
@@ -46,9 +46,14 @@ def final_checkpoints(out: str, run: Run, settings: Settings) -> List[str]:
     interval checkpoint ``checkpoint_EPOCH_UPDATES.pt``, or the epoch
     checkpoint ``checkpointEPOCH.pt`` of an epoch that ended at that update
     (fairseq saves an update that ends an epoch only as the latter; its
-    update count is the epoch's in the logs).  Raises StudyError naming the
+    update count is the epoch's in the logs; the budget is the one the run
+    trained to, from its ``train.done``).  Raises StudyError naming the
     updates no file holds."""
-    settings = settings_of(run, settings, out)
+    if os.path.exists(done_marker(out, run)):
+        with open(done_marker(out, run)) as f:
+            settings = settings.with_budget(json.load(f)["budget"])
+    else:
+        settings = settings_of(run, settings, out)
     wanted = [settings.budget - k * settings.save_every for k in reversed(range(settings.average))]
     updates_of_epoch = {h["epoch"]: h["updates"] for h in history(out, run)}
     found = {}

@@ -250,7 +250,7 @@ def landed(path: str) -> Dict[str, Dict]:
     them (fairseq_ctx.study.train.to_train)."""
     return {name: rec for name, rec in read(path)[1].items()
             if rec.get("status") == "trained" and rec.get("bleu") is not None
-            and rec.get("updates") == rec.get("budget")}
+            and rec.get("budget") is not None and rec.get("updates") == rec.get("budget")}
 
 
 def _hyps_path(fig_dir: str, name: str) -> str:

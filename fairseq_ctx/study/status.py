@@ -9,9 +9,10 @@ earlier one) but which has not trained on this machine counts as trained and
 evaluated, since training skips it; where a run to train warm-starts from
 it, it is trained again first and counted in the training left.
 
-Per run: its state (evaluated, trained, training and by which process,
-stopped part-way, waiting for its warm start, not started, refused: trained
-to another budget), the updates made (the last ``num_updates`` of its newest
+Per run: its state (evaluated, trained, landed and not on this machine,
+landed and trained again first as a warm start, trained again (its landed
+record kept), training and by which process, stopped part-way, waiting for
+its warm start, not started, refused: trained to another budget), the updates made (the last ``num_updates`` of its newest
 log that has one), the update an interrupted run resumes from (the last
 checkpoint fairseq logged saving or loading: ``checkpoint_last.pt`` is
 written before that line), and the CPU minutes of its finished epochs. Then
@@ -28,7 +29,8 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import StudyError, done_marker, has_landed, history, is_trained, run_dir, settings_of
+from fairseq_ctx.study.train import (StudyError, done_marker, has_landed, history, is_trained, run_dir, settings_of,
+                                     trained_again)
 
 # fairseq's progress lines ("num_updates=2680") and epoch summaries ("| num_updates 2630")
 _UPDATES_RE = re.compile(r"num_updates[= ](\d+)")
@@ -38,6 +40,10 @@ _CHECKPOINT_RE = re.compile(r"(?:Saved|Loaded) checkpoint \S+ \(epoch \d+ @ (\d+
 UNKNOWN = -1
 # the state of a run that landed and has not trained on this machine
 LANDED = "landed (its record is in the results; not on this machine)"
+# a landed run trained again here as a warm start (fairseq_ctx.study.train.trained_again)
+AGAIN = "trained again for a warm start (its landed record is kept)"
+# the states of a run whose training is over
+FINISHED = ("evaluated", "trained", LANDED, AGAIN)
 
 
 def read_logs(out: str, run: Run) -> Tuple[int, int]:
@@ -117,28 +123,34 @@ def run_status(out: str, run: Run, settings: Settings, landed: Optional[Dict[str
            "rate": hist[-1]["train_seconds"] / hist[-1]["updates"] if hist and hist[-1]["train_seconds"] > 0
            else None,
            "pid": lock_holder(os.path.join(run_dir(out, run), "train.lock"))}
+    row["landed"] = has_landed(run, landed, settings, out)
     try:
-        trained = is_trained(out, run, settings if budget is not None else None)
+        trained = is_trained(out, run, settings if budget is not None else None, landed)
     except StudyError:  # training refuses it until it is moved away; then it trains from the start
         return dict(row, resumes_from=0, state=f"refused: trained to a budget of {done.get('budget')}")
+    logs = os.path.join(run_dir(out, run), "logs")
     if trained:
         row.update(updates=done["updates"], resumes_from=done["updates"], cpu_seconds=done["train_seconds"])
-        row["state"] = "evaluated" if is_evaluated(out, run) else "trained"
+        row["state"] = AGAIN if trained_again(out, run, landed, settings) else \
+            "evaluated" if is_evaluated(out, run) else "trained"
     elif row["pid"] == UNKNOWN:
         row["state"] = "unknown: the lock table (/proc/locks) cannot be read"
     elif row["pid"] is not None:
         row["state"] = f"training (pid {row['pid']})"
-    elif os.path.isdir(os.path.join(run_dir(out, run), "logs")) and os.listdir(os.path.join(run_dir(out, run), "logs")):
+    elif row["landed"] and not warm_start_of:  # training skips it, even part-way trained here
+        rec = landed[run.name]
+        last = rec["history"][-1] if rec.get("history") else {"train_seconds": 0.0}
+        row.update(updates=rec["updates"], resumes_from=rec["updates"], cpu_seconds=last["train_seconds"],
+                   rate=last["train_seconds"] / last["updates"] if last["train_seconds"] else None, state=LANDED)
+    elif os.path.isdir(logs) and os.listdir(logs):
         row["state"] = "stopped (resumes with the same command)"
-    elif has_landed(run, landed, settings, out):
+    elif row["landed"]:
         rec = landed[run.name]
         last = rec["history"][-1] if rec.get("history") else {"train_seconds": 0.0}
         row.update(updates=rec["updates"], cpu_seconds=last["train_seconds"],
-                   rate=last["train_seconds"] / last["updates"] if last["train_seconds"] else None)
-        if warm_start_of:
-            row["state"] = f"landed, not on this machine: trained again first, the warm start of {', '.join(warm_start_of)}"
-        else:
-            row.update(resumes_from=rec["updates"], state=LANDED)
+                   rate=last["train_seconds"] / last["updates"] if last["train_seconds"] else None,
+                   state=f"landed, not on this machine: trained again first, the warm start of "
+                         f"{', '.join(warm_start_of)}")
     elif run.warm_start and not os.path.exists(done_marker(out, Run(run.warm_start, ""))):
         row["state"] = f"waits for {run.warm_start}"
     else:
@@ -158,7 +170,7 @@ def remaining_cpu_seconds(rows: Sequence[Dict], runs: Sequence[Run]):
     every = [rate for values in rates[0].values() for rate in values]
     left, unknown = 0.0, []
     for row, run in zip(rows, runs):
-        if row["state"] in ("evaluated", "trained", LANDED):
+        if row["state"] in FINISHED:
             continue
         alike = next((by[key(run)] for by, key in zip(rates, keys) if key(run) in by), every)
         rate = row["rate"] if row["rate"] is not None else (sum(alike) / len(alike) if alike else None)
@@ -184,16 +196,17 @@ def report(out: str, runs: Sequence[Run], settings: Settings, landed: Optional[D
         budget = "?" if r["budget"] is None else str(r["budget"])
         lines.append(f"{r['name']:<{width}}  {str(r['updates']) + '/' + budget:>11}  {r['resumes_from']:>10}  "
                      f"{r['cpu_seconds'] / 60:>7.1f}  {r['state']}")
+    # a landed run counts as trained and evaluated wherever it stands here
     away = sum(r["state"] == LANDED or r["state"].startswith("landed, not on this machine") for r in rows)
-    trained = sum(r["state"] in ("evaluated", "trained") for r in rows) + away
-    evaluated = sum(r["state"] == "evaluated" for r in rows) + away
+    trained = sum(r.get("landed", False) or r["state"] in ("evaluated", "trained") for r in rows)
+    evaluated = sum(r.get("landed", False) or r["state"] == "evaluated" for r in rows)
     training = sum(r["state"].startswith("training") for r in rows)
     lines.append(f"{trained} of {len(rows)} runs trained ({evaluated} evaluated"
                  + (f"; {away} landed earlier, not on this machine" if away else "")
                  + f"), {training} training now")
     left, unknown = remaining_cpu_seconds(rows, runs)
-    again = [r["name"] for r in rows if r["state"].startswith("landed, not on this machine")]
-    counted = len(rows) - trained + len(again) - len(unknown)
+    again = [r["name"] for r in rows if r.get("landed") and r["state"] not in FINISHED]
+    counted = sum(r["state"] not in FINISHED for r in rows) - len(unknown)
     if counted:
         lines.append(f"training left: about {left / 3600:.1f} CPU hours for {counted} runs"
                      + (f" ({', '.join(again)} trained again for a warm start)" if again else "")

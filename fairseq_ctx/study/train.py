@@ -135,14 +135,16 @@ def done_marker(out: str, run: Run) -> str:
     return os.path.join(run_dir(out, run), "train.done")
 
 
-def is_trained(out: str, run: Run, settings: Optional[Settings] = None) -> bool:
+def is_trained(out: str, run: Run, settings: Optional[Settings] = None,
+               landed: Optional[Dict[str, Dict]] = None) -> bool:
     """Whether ``run`` has finished; with ``settings``, a finished run of
     another budget than the one ``run`` has under them is refused (a changed
-    budget must never silently reuse old runs)."""
+    budget must never silently reuse old runs; ``landed`` as for
+    :func:`settings_of`)."""
     if not os.path.exists(done_marker(out, run)):
         return False
     if settings is not None:
-        want = settings_of(run, settings, out).budget
+        want = settings_of(run, settings, out, landed).budget
         with open(done_marker(out, run)) as f:
             got = json.load(f).get("budget")
         if got != want:
@@ -156,7 +158,7 @@ def has_landed(run: Run, landed: Dict[str, Dict], settings: Settings, out: Optio
     budget ``run`` has under ``settings``: a record of another budget is not
     this run, which then trains."""
     rec = landed.get(run.name)
-    if rec is None:
+    if rec is None or rec.get("budget") is None:
         return False
     try:
         return rec["budget"] == settings_of(run, settings, out, landed).budget
@@ -164,8 +166,10 @@ def has_landed(run: Run, landed: Dict[str, Dict], settings: Settings, out: Optio
         return False
 
 
-def to_train(selected: List[Run], out: str, landed: Dict[str, Dict], settings: Settings) -> Tuple[List[Run], List[str]]:
-    """The runs to train, in order, and one line per run skipped or added.
+def to_train(selected: List[Run], out: str, landed: Dict[str, Dict],
+             settings: Settings) -> Tuple[List[Run], List[str], List[str]]:
+    """The runs to train, in order, one line per run skipped or added, and
+    the names of the landed runs trained again.
 
     A run that landed (``has_landed``) and has not trained on this machine
     is skipped: its record and translations are committed, so a fresh
@@ -174,24 +178,36 @@ def to_train(selected: List[Run], out: str, landed: Dict[str, Dict], settings: S
     that checkpoint on this machine, so the landed run is trained again,
     just before the first run that needs it (same recipe and seed; its
     record stays the landed one)."""
+    from fairseq_ctx.study.runs import by_name
+
     def away(run):
         return has_landed(run, landed, settings, out) and not is_trained(out, run)
 
+    # the first run that starts from each landed run not on this machine
+    needed: Dict[str, str] = {}
+    for run in selected:
+        if run.warm_start and not away(run) and not is_trained(out, run) and away(by_name([run.warm_start])[0]):
+            needed.setdefault(run.warm_start, run.name)
     order, lines = [], []
     for run in selected:
         if away(run):
-            lines.append(f"[study] {run.name}: landed (its record is in the results); not trained again")
+            if run.name not in needed:
+                lines.append(f"[study] {run.name}: landed (its record is in the results); not trained again")
             continue
-        if run.warm_start and not is_trained(out, run):
-            from fairseq_ctx.study.runs import by_name
-
-            source = by_name([run.warm_start])[0]
-            if away(source) and source not in order:
-                lines.append(f"[study] {source.name}: landed, but its checkpoint is not on this machine: trained "
-                             f"again, the warm start of {run.name}")
-                order.append(source)
+        if run.warm_start in needed and needed[run.warm_start] == run.name:
+            lines.append(f"[study] {run.warm_start}: landed, but its checkpoint is not on this machine: trained "
+                         f"again, the warm start of {run.name}")
+            order.append(by_name([run.warm_start])[0])
         order.append(run)
-    return order, lines
+    return order, lines, list(needed)
+
+
+def trained_again(out: str, run: Run, landed: Dict[str, Dict], settings: Settings) -> bool:
+    """Whether ``run`` landed and what trained here is another training of
+    it (a warm start's, on a fresh machine): its history differs from the
+    one its record was built from.  Its landed record is kept."""
+    hist = history(out, run)
+    return bool(hist) and has_landed(run, landed, settings, out) and hist != landed[run.name].get("history")
 
 
 def compare_with_landed(hist: List[Dict], rec: Dict) -> str:
@@ -275,12 +291,13 @@ class DeadlineReached(StudyError):
 
 
 def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings: Settings = STUDY,
-          deadline: Optional[float] = None) -> bool:
+          deadline: Optional[float] = None, landed: Optional[Dict[str, Dict]] = None) -> bool:
     """Train ``run`` until the stopping rule holds.  Returns False when it
     cannot start yet (its warm start is not trained) or another study process
     is training it: two processes (one per core, e.g. with ``--runs`` in
-    different orders) share the work without training a run twice."""
-    if is_trained(out, run, settings):
+    different orders) share the work without training a run twice.
+    ``landed`` as for :func:`settings_of`."""
+    if is_trained(out, run, settings, landed):
         return True
     os.makedirs(run_dir(out, run), exist_ok=True)
     lock = open(os.path.join(run_dir(out, run), "train.lock"), "w")
@@ -292,7 +309,7 @@ def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings:
         return False
     try:
         try:
-            own = settings_of(run, settings, out)
+            own = settings_of(run, settings, out, landed)
         except StudyError as e:  # matched to runs that have not trained yet
             echo(f"[study] {e}: waits")
             return False
