@@ -75,9 +75,7 @@ RECORDS = [
     (r"scored 13\.14 BLEU after", QUICKSTART),                # transformer: bleu
     (r"encoder 13\.39\s+\(13\.22 with", QUICKSTART),           # transformer_ctxenc: bleu, shuffled bleu
     (r"trained 15\.5 and 24\.0 minutes", QUICKSTART),         # train_minutes of both
-    (r"\(1\.15 and 1\.65 s an update", QUICKSTART),           # seconds_per_update_calibrated of both
     (r"took\s+2,616 s", NEWCOMER),                           # step 6 (the quickstart): wall_s 2615.7
-    (r"\(39 s for the context", NEWCOMER),                    # step 7 (the translate line): wall_s 39.3
     (r"the 553 test verses", "benchmarks/study-bible-context-set.json"),  # sources.test.verses
     (r"prints BLEU 28\.76 and chrF 50\.90", "benchmarks/first-model.json"),  # models.baseline.scores
     (r"28\.14 and 50\.48 for the", "benchmarks/first-model.json"),           # models.ctxenc.scores
@@ -86,6 +84,8 @@ RECORDS = [
     (r"\(108 s of CPU\)", "benchmarks/first-model.json"),                     # cpu_seconds 107.7
     (r"the study: 28\.75 and 50\.88", "benchmarks/study-bible-budget.json"),  # run transformer: bleu, chrf
     (r"28\.21 and 50\.52 on the", "benchmarks/study-bible-budget.json"),     # run transformer_ctxenc: bleu, chrf
+    (r"seeds \+0\.60, \+0\.08\s+and\s+-0\.46 BLEU", "benchmarks/study-bible-budget.json"),  # CSAN vs transformer, seeds 1-3
+    (r"three seeds \(\+0\.47 ± 0\.10 BLEU", "benchmarks/study-bible-budget.json"),  # summary transformer-wide vs transformer
 ]
 
 # (regex over the blanked README; why its numbers are not measurements).
@@ -102,6 +102,7 @@ NOT_MEASUREMENTS = [
     (r"default of 8 it can drop up to 7 sentences",
      "fairseq's batch-size multiple (8) and what it implies (8 - 1), not measured"),
     (r"\(4,000 updates", "the study's update budget, a setting"),
+    (r"FFN-768", "the capacity-matched baseline's FFN width, a setting"),
     (r"\(seed 1, 4,000 updates", "the shipped model's seed and the study's update budget, settings"),
 ]
 
@@ -146,11 +147,14 @@ def prose(text: str) -> str:
 
 def numbers_in_prose(text: str):
     """``(line, written, start, end)`` of every candidate number in blanked
-    README text; ``written`` keeps a ``%`` or ``x`` right after it."""
+    README text; ``written`` keeps a ``%`` or ``x`` right after it, and a
+    minus sign right before it that stands alone ("-0.46 BLEU", not the
+    hyphen of "FFN-768" or "1-3")."""
     out = []
     for m in NUMBER.finditer(text):
         unit = re.match(r"\s*(%|x\b)?", text[m.end():]).group(1) or ""
-        out.append((text.count("\n", 0, m.start()) + 1, m.group(0) + unit, m.start(), m.end()))
+        sign = "-" if re.search(r"(?:^|[^\w.])[-−]$", text[max(0, m.start() - 2):m.start()]) else ""
+        out.append((text.count("\n", 0, m.start()) + 1, sign + m.group(0) + unit, m.start(), m.end()))
     return out
 
 
@@ -177,7 +181,7 @@ def source_values(text: str):
 def matches(written: str, values) -> bool:
     """Whether the README number ``written`` (``"28.75"``, ``"7,874,560"``,
     ``"8.98%"``, ``"1.4x"``) is one of ``values`` at its own rounding."""
-    number = re.match(r"[\d,]+(?:\.(\d+))?", written)
+    number = re.match(r"-?[\d,]+(?:\.(\d+))?", written)
     value = Decimal(number.group(0).replace(",", ""))
     k = len(number.group(1) or "")
     targets = [(value, k)] + ([(value / 100, k + 2)] if written.endswith("%") else [])
@@ -298,6 +302,11 @@ def test_record_numbers_read_as_written():
 def test_units_and_separators_in_readme_numbers():
     text = prose("cost 1.4x the CPU time, 4.9 MB, 31 s, 8.98% better, 7,874,560 parameters, 2,000 updates\n")
     assert [w for _, w, _, _ in numbers_in_prose(text)] == ["1.4x", "4.9", "31", "8.98%", "7,874,560", "2,000"]
+    # a minus that stands alone is the number's sign; a hyphen is not
+    text = prose("deltas +0.60 and -0.46 BLEU (−1.06), FFN-768, seeds 1-3\n")
+    assert [w for _, w, _, _ in numbers_in_prose(text)] == ["0.60", "-0.46", "-1.06", "768", "1", "3"]
+    assert matches("-0.46", source_values('{"delta": -0.46}')) and not matches("-0.46", source_values("0.46"))
+    assert not matches("0.46", source_values('{"delta": -0.46}'))
 
 
 @pytest.mark.unit
