@@ -184,7 +184,10 @@ def test_probes_change_nothing_and_erasing_the_lone_sentence_is_no_context(name,
     fairseq_ctx.register()
     models, _, task = checkpoint_utils.load_model_ensemble_and_task(
         [str(trained_checkpoint(name))], arg_overrides={"data": str(doc_corpus[1])})
-    model = models[0].eval()
+    # in float64, so that the central difference below carries only the
+    # rounding of fairseq's float32 log-softmax, divided by 2 eps (in float32
+    # and at eps 1e-3 that was 1.4% on one CPU, more than the test allowed)
+    model = models[0].double().eval()
     task.load_dataset("test")
     ds = task.dataset("test")
     items = [Item(ds.pair[i]["source"], ds.pair[i]["target"], ds.context_sentences(i)) for i in (1, 2, 5)]
@@ -202,7 +205,7 @@ def test_probes_change_nothing_and_erasing_the_lone_sentence_is_no_context(name,
             probe = int(where[ctx_key][0][where[ctx_key][0] >= 0][0])
             row, pos = int(order[0]), 0
             y, c = items[row].target[pos].view(1), torch.tensor([5])
-            eps = 1e-3
+            eps = 1e-2
             values = []
             for scale in (1 + eps, 1 - eps):
                 alpha[probe] = scale
@@ -212,7 +215,7 @@ def test_probes_change_nothing_and_erasing_the_lone_sentence_is_no_context(name,
     numeric = (values[0] - values[1]) / (2 * eps)
     got = a.attribute([items[row]], [np.array([pos])], [np.array([5])])[0][0]
     first = got["context"][0][0] if got["context"] and got["context"][0] else None
-    assert first == pytest.approx(numeric, rel=1e-2, abs=1e-5)
+    assert first == pytest.approx(numeric, rel=2e-3, abs=1e-6)   # measured: 2e-4 and 9e-5 apart
     # erasure of the lone context sentence = f without context
     er = a.erasure([items[row]], [np.array([pos])], [np.array([5])])[0]
     none = a.attribute([items[row].without_context()], [np.array([pos])], [np.array([5])])[0][0]["f"]
