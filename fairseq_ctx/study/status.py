@@ -138,24 +138,24 @@ def run_status(out: str, run: Run, settings: Settings, landed: Optional[Dict[str
     elif row["pid"] is not None:
         row["state"] = f"training (pid {row['pid']})"
     elif row["landed"] and not warm_start_of:  # training skips it, even part-way trained here
-        rec = landed[run.name]
-        last = rec["history"][-1] if rec.get("history") else {"train_seconds": 0.0}
-        row.update(updates=rec["updates"], resumes_from=rec["updates"], cpu_seconds=last["train_seconds"],
-                   rate=last["train_seconds"] / last["updates"] if last["train_seconds"] else None, state=LANDED)
+        row.update(_from_record(landed[run.name]), resumes_from=landed[run.name]["updates"], state=LANDED)
     elif os.path.isdir(logs) and os.listdir(logs):
         row["state"] = "stopped (resumes with the same command)"
     elif row["landed"]:
-        rec = landed[run.name]
-        last = rec["history"][-1] if rec.get("history") else {"train_seconds": 0.0}
-        row.update(updates=rec["updates"], cpu_seconds=last["train_seconds"],
-                   rate=last["train_seconds"] / last["updates"] if last["train_seconds"] else None,
-                   state=f"landed, not on this machine: trained again first, the warm start of "
-                         f"{', '.join(warm_start_of)}")
+        row.update(_from_record(landed[run.name]), state=f"landed, not on this machine: trained again first, the "
+                                                         f"warm start of {', '.join(warm_start_of)}")
     elif run.warm_start and not os.path.exists(done_marker(out, Run(run.warm_start, ""))):
         row["state"] = f"waits for {run.warm_start}"
     else:
         row["state"] = "not started"
     return row
+
+
+def _from_record(rec: Dict) -> Dict:
+    """A landed run's updates, CPU seconds and rate, from its record."""
+    last = rec["history"][-1] if rec.get("history") else {"train_seconds": 0.0}
+    return {"updates": rec["updates"], "cpu_seconds": last["train_seconds"],
+            "rate": last["train_seconds"] / last["updates"] if last["train_seconds"] else None}
 
 
 def remaining_cpu_seconds(rows: Sequence[Dict], runs: Sequence[Run]):
