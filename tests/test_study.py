@@ -648,7 +648,15 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert not (out / "transformer-wide" / "train.done").exists()
     final = {r["name"]: r for r in json.loads(results.read_text())["runs"]}
     assert final["transformer"]["bleu"] == by_name["transformer"]["bleu"]
-    assert final["transformer-wide"]["status"] == "not started" and "bleu" not in final["transformer-wide"]
+    # how far the cut run got depends on the machine: an epoch of the toy
+    # model, forked from the launcher, can end within the one-second deadline
+    from fairseq_ctx.study.runs import by_name as run_named
+    from fairseq_ctx.study.train import history
+
+    cut_epochs = history(str(out), run_named(["transformer-wide"])[0])
+    assert len(cut_epochs) < 2 and final["transformer-wide"]["epochs"] == len(cut_epochs)
+    assert final["transformer-wide"]["status"] == ("training" if cut_epochs else "not started")
+    assert "bleu" not in final["transformer-wide"]
     copied = json.loads((result_dir / "study" / results.name).read_text())
     assert copied["runs"] == json.loads(results.read_text())["runs"]
     assert (result_dir / "study" / "study" / "usage" / "concat.json").exists()
