@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_ctx.study.runs import Run, Settings
 from fairseq_ctx.study.train import (StudyError, done_marker, has_landed, history, is_trained, run_dir, settings_of,
-                                     trained_again)
+                                     trained_again, warm_starts_wanted)
 
 # fairseq's progress lines ("num_updates=2680") and epoch summaries ("| num_updates 2630")
 _UPDATES_RE = re.compile(r"num_updates[= ](\d+)")
@@ -185,11 +185,8 @@ def report(out: str, runs: Sequence[Run], settings: Settings, landed: Optional[D
     """The table and its summary lines, as ``--stage status`` prints them
     (``landed``: report.landed of the results file)."""
     landed = landed or {}
-    # the runs that still train from another's checkpoint
-    unfinished = [run for run in runs if run.warm_start and not is_trained(out, run)
-                  and not has_landed(run, landed, settings, out)]
-    rows = [run_status(out, run, settings, landed, [r.name for r in unfinished if r.warm_start == run.name])
-            for run in runs]
+    wanted = warm_starts_wanted(list(runs), out, landed, settings)
+    rows = [run_status(out, run, settings, landed, wanted.get(run.name, [])) for run in runs]
     width = max([len("run")] + [len(r["name"]) for r in rows])
     lines = [f"{'run':<{width}}  {'updates':>11}  {'resumes at':>10}  {'CPU min':>7}  state"]
     for r in rows:

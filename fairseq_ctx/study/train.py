@@ -166,6 +166,19 @@ def has_landed(run: Run, landed: Dict[str, Dict], settings: Settings, out: Optio
         return False
 
 
+def warm_starts_wanted(runs: List[Run], out: str, landed: Dict[str, Dict],
+                       settings: Settings) -> Dict[str, List[str]]:
+    """Per run that others start from (their warm start), the names of
+    those among ``runs`` still to train, in order: neither trained here nor
+    landed.  Training trains a landed source again for the first of them;
+    status says it waits to be."""
+    wanted: Dict[str, List[str]] = {}
+    for run in runs:
+        if run.warm_start and not is_trained(out, run) and not has_landed(run, landed, settings, out):
+            wanted.setdefault(run.warm_start, []).append(run.name)
+    return wanted
+
+
 def to_train(selected: List[Run], out: str, landed: Dict[str, Dict],
              settings: Settings) -> Tuple[List[Run], List[str], List[str]]:
     """The runs to train, in order, one line per run skipped or added, and
@@ -184,10 +197,8 @@ def to_train(selected: List[Run], out: str, landed: Dict[str, Dict],
         return has_landed(run, landed, settings, out) and not is_trained(out, run)
 
     # the first run that starts from each landed run not on this machine
-    needed: Dict[str, str] = {}
-    for run in selected:
-        if run.warm_start and not away(run) and not is_trained(out, run) and away(by_name([run.warm_start])[0]):
-            needed.setdefault(run.warm_start, run.name)
+    needed = {source: names[0] for source, names in warm_starts_wanted(selected, out, landed, settings).items()
+              if away(by_name([source])[0])}
     order, lines = [], []
     for run in selected:
         if away(run):
