@@ -742,6 +742,75 @@ def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):
     assert "--gret-warm-start" not in cmd
 
 
+def test_gret_and_its_control_start_from_the_shipped_average_of_the_landed_baseline(tmp_path, monkeypatch):
+    """Where the landed baseline's average is shipped (scripts/ship_model.py:
+    its record beside its weights, listed in SHA256SUMS), GRET and its
+    control start from it on any machine: the baseline is not trained again
+    and they wait for nothing; the weights that a record names must be the
+    ones listed; a record that is not the landed one is not used."""
+    import hashlib
+
+    from fairseq_ctx.study import train as study_train
+    from fairseq_ctx.study.report import landed
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.status import report
+    from fairseq_ctx.study.train import (StudyError, shipped_average, to_train, train, train_command,
+                                         warm_starts_wanted)
+
+    # the committed files: GRET's study runs start from models/bible/baseline.pt
+    committed = landed(os.path.join(REPO, "benchmarks", "study-bible-budget.json"))
+    assert shipped_average("transformer", committed) == os.path.join(REPO, "models", "bible", "baseline.pt")
+    assert shipped_average("transformer-wide", committed) is None
+
+    shipped = tmp_path / "models"
+    (shipped / "toy").mkdir(parents=True)
+    record = {"name": "transformer", "seed": 1, "budget": 4000, "commit": "c" * 40, "bleu": 28.0, "chrf": 50.0,
+              "valid_loss": 4.4, "status": "trained", "updates": 4000, "history": []}
+    (shipped / "toy" / "base.json").write_text(json.dumps({k: v for k, v in record.items() if k != "history"}))
+    (shipped / "toy" / "base.pt").write_bytes(b"weights")
+    digest = hashlib.sha256(b"weights").hexdigest()
+    (shipped / "toy" / "SHA256SUMS").write_text(f"{digest}  base.json\n{digest}  base.pt\n")
+    monkeypatch.setattr(study_train, "SHIPPED", str(shipped))
+    results, out = tmp_path / "study.json", tmp_path / "out"
+    out.mkdir()
+    results.write_text(json.dumps({"runs": [record]}))
+    done = landed(str(results))
+    weights = str(shipped / "toy" / "base.pt")
+    assert shipped_average("transformer", done) == weights
+
+    names = ["transformer", "transformer_gret", "transformer-continued"]
+    runs = by_name(names)
+    assert warm_starts_wanted(runs, str(out), done, STUDY) == {}
+    order, lines, again = to_train(runs, str(out), done, STUDY)
+    assert [r.name for r in order] == names[1:] and again == []
+    assert lines == ["[study] transformer: landed (its record is in the results); not trained again"]
+    for run, flag in zip(runs[1:], ("--gret-warm-start", "--finetune-from-model")):
+        cmd = train_command("bin", "user-dir", str(out), run, 1, STUDY, done)
+        assert cmd[cmd.index(flag) + 1] == weights
+    status = report(str(out), runs, STUDY, done).splitlines()
+    assert [line.split(None, 4)[4] for line in status[1:4]] == [
+        "landed (its record is in the results; not on this machine)", "not started", "not started"]
+
+    # without its landed record (another budget, another BLEU) the baseline trains here again first
+    for changed in ({"bleu": 28.5}, {"budget": 2000}):
+        results.write_text(json.dumps({"runs": [dict(record, **changed)]}))
+        other = landed(str(results))
+        assert shipped_average("transformer", other) is None
+        cmd = train_command("bin", "user-dir", str(out), runs[1], 1, STUDY, other)
+        assert cmd[cmd.index("--gret-warm-start") + 1] == str(out / "transformer" / "checkpoint_best.pt")
+        lines = []
+        assert train(runs[1], "bin", "user-dir", str(out), lines.append, STUDY, landed=other) is False
+        assert lines == ["[study] transformer_gret: waits for transformer (its warm start)"]
+    # weights that are not the ones listed: one line naming the file
+    (shipped / "toy" / "base.pt").write_bytes(b"version https://git-lfs.github.com/spec/v1")
+    with pytest.raises(StudyError, match=r"base\.pt: the shipped average of transformer does not match its "
+                                         r"SHA256SUMS"):
+        shipped_average("transformer", done)
+    (shipped / "toy" / "base.pt").unlink()
+    with pytest.raises(StudyError, match=r"base\.pt: the shipped average of transformer is missing"):
+        shipped_average("transformer", done)
+
+
 @pytest.mark.unit
 def test_a_run_locked_by_another_process_is_skipped(tmp_path):
     import fcntl

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_ctx.study.runs import Run, Settings
 from fairseq_ctx.study.train import (StudyError, done_marker, has_landed, history, is_trained, run_dir, settings_of,
-                                     trained_again, warm_starts_wanted)
+                                     shipped_average, trained_again, warm_starts_wanted)
 
 # fairseq's progress lines ("num_updates=2680") and epoch summaries ("| num_updates 2630")
 _UPDATES_RE = re.compile(r"num_updates[= ](\d+)")
@@ -144,7 +144,8 @@ def run_status(out: str, run: Run, settings: Settings, landed: Optional[Dict[str
     elif row["landed"]:
         row.update(_from_record(landed[run.name]), state=f"landed, not on this machine: trained again first, the "
                                                          f"warm start of {', '.join(warm_start_of)}")
-    elif run.warm_start and not os.path.exists(done_marker(out, Run(run.warm_start, ""))):
+    elif (run.warm_start and not shipped_average(run.warm_start, landed)
+          and not os.path.exists(done_marker(out, Run(run.warm_start, "")))):
         row["state"] = f"waits for {run.warm_start}"
     else:
         row["state"] = "not started"

@@ -166,15 +166,81 @@ def has_landed(run: Run, landed: Dict[str, Dict], settings: Settings, out: Optio
         return False
 
 
+# scripts/ship_model.py's folders: a landed run's averaged weights with its record
+SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "models")
+# the record's fields that make a shipped model the landed run itself
+SHIPPED_IDENTITY = ("name", "seed", "budget", "commit", "bleu", "chrf", "valid_loss")
+
+
+def shipped_average(name: str, landed: Optional[Dict[str, Dict]], shipped: Optional[str] = None) -> Optional[str]:
+    """The shipped averaged checkpoint of the landed run ``name``: the
+    ``X.pt`` beside an ``X.json`` under ``shipped``'s folders whose record
+    is that run's landed one (SHIPPED_IDENTITY), checked against its
+    folder's SHA256SUMS; None when no landed record or no shipped model
+    matches (a study of another budget, the smoke study). ``shipped``:
+    the folder of model folders, SHIPPED (the checkout's models/) if None."""
+    import glob
+    import hashlib
+
+    rec = (landed or {}).get(name)
+    if not rec:
+        return None
+    for path in sorted(glob.glob(os.path.join(shipped or SHIPPED, "*", "*.json"))):
+        try:
+            with open(path, encoding="utf-8") as f:
+                ship = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(ship, dict) or any(ship.get(k) != rec.get(k) for k in SHIPPED_IDENTITY):
+            continue
+        weights = path[:-len(".json")] + ".pt"
+        sums = os.path.join(os.path.dirname(path), "SHA256SUMS")
+        listed = {}
+        if os.path.exists(sums):
+            with open(sums) as f:
+                listed = {line.split(None, 1)[1].strip(): line.split()[0] for line in f if line.strip()}
+        want = listed.get(os.path.basename(weights))
+        got = None
+        if os.path.exists(weights):
+            digest = hashlib.sha256()
+            with open(weights, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            got = digest.hexdigest()
+        if want is None or got != want:
+            raise StudyError(f"{weights}: the shipped average of {name} " + (
+                "is missing" if got is None else "is not listed in SHA256SUMS" if want is None
+                else "does not match its SHA256SUMS (a Git LFS pointer or a damaged copy?)"))
+        return weights
+    return None
+
+
+def warm_start_checkpoint(run: Run, out: str, landed: Optional[Dict[str, Dict]] = None) -> str:
+    """The weights ``run`` starts from: its warm start's shipped average
+    where one is shipped (the very model whose scores the study reports,
+    the same on every machine), else the checkpoint_best.pt that run
+    trained to here."""
+    return shipped_average(run.warm_start, landed) or os.path.join(out, run.warm_start, "checkpoint_best.pt")
+
+
+def _repo_relative(path: str) -> str:
+    """``path`` relative to the checkout when inside it (a shipped model), else absolute."""
+    repo = os.path.dirname(SHIPPED)
+    path = os.path.abspath(path)
+    return os.path.relpath(path, repo) if path.startswith(repo + os.sep) else path
+
+
 def warm_starts_wanted(runs: List[Run], out: str, landed: Dict[str, Dict],
                        settings: Settings) -> Dict[str, List[str]]:
-    """Per run that others start from (their warm start), the names of
-    those among ``runs`` still to train, in order: neither trained here nor
-    landed.  Training trains a landed source again for the first of them;
-    status says it waits to be."""
+    """Per run that others start from (their warm start) and whose weights
+    are not shipped (:func:`shipped_average`), the names of those among
+    ``runs`` still to train, in order: neither trained here nor landed.
+    Training trains a landed source again for the first of them; status
+    says it waits to be."""
     wanted: Dict[str, List[str]] = {}
     for run in runs:
-        if run.warm_start and not is_trained(out, run) and not has_landed(run, landed, settings, out):
+        if (run.warm_start and not is_trained(out, run) and not has_landed(run, landed, settings, out)
+                and not shipped_average(run.warm_start, landed)):
             wanted.setdefault(run.warm_start, []).append(run.name)
     return wanted
 
@@ -280,7 +346,7 @@ def recipe_on(settings: Settings) -> List[str]:
 
 
 def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
-                  settings: Settings = STUDY) -> List[str]:
+                  settings: Settings = STUDY, landed: Optional[Dict[str, Dict]] = None) -> List[str]:
     cmd = [sys.executable, "-m", "fairseq_cli.train", bin_dir, "--user-dir", user_dir, "--arch", run.arch,
            *settings.size, *recipe_on(settings), *settings.schedule(), *run.task_flags, *run.model_flags,
            "--seed", str(run.seed),
@@ -292,7 +358,7 @@ def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
         # (fresh optimizer, schedule and meters). Both apply only to the first
         # epoch: later ones resume from the run's own checkpoint_last.pt.
         flag = "--gret-warm-start" if run.arch.startswith("transformer_gret") else "--finetune-from-model"
-        cmd += [flag, os.path.join(out, run.warm_start, "checkpoint_best.pt")]
+        cmd += [flag, warm_start_checkpoint(run, out, landed)]
     return cmd
 
 
@@ -324,7 +390,7 @@ def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings:
         except StudyError as e:  # matched to runs that have not trained yet
             echo(f"[study] {e}: waits")
             return False
-        return _train_locked(run, bin_dir, user_dir, out, echo, own, deadline)
+        return _train_locked(run, bin_dir, user_dir, out, echo, own, deadline, landed)
     finally:
         lock.close()  # releases the lock
 
@@ -355,13 +421,13 @@ def _run_until(cmd: List[str], log, deadline: Optional[float]) -> int:
 
 
 def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, settings: Settings,
-                  deadline: Optional[float] = None) -> bool:
+                  deadline: Optional[float] = None, landed: Optional[Dict[str, Dict]] = None) -> bool:
     if is_trained(out, run):  # finished by another process while we waited
         return True
     if run.warm_start:
         from fairseq_ctx.study.runs import by_name
 
-        if not is_trained(out, by_name([run.warm_start])[0], settings):
+        if not shipped_average(run.warm_start, landed) and not is_trained(out, by_name([run.warm_start])[0], settings):
             echo(f"[study] {run.name}: waits for {run.warm_start} (its warm start)")
             return False
     os.makedirs(os.path.join(run_dir(out, run), "logs"), exist_ok=True)
@@ -377,6 +443,8 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
                       "optimizer": recipe_on(settings)[recipe_on(settings).index("--optimizer") + 1],
                       "commit": code_commit(), "train_data": os.path.abspath(bin_dir),
                       "train_seconds": hist[-1]["train_seconds"], "params": params_from_logs(out, run)}
+            if run.warm_start:
+                record["warm_start_from"] = _repo_relative(warm_start_checkpoint(run, out, landed))
             with open(done_marker(out, run), "w") as f:
                 json.dump(record, f, indent=1)
             echo(f"[study] {run.name}: trained, {reason}; {record['updates']} updates, best valid loss "
@@ -388,7 +456,7 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
         # on CPU one fairseq process per epoch (each epoch's log its own); on
         # a GPU one process for the whole run: a restart costs seconds
         # there, as much as an epoch of the study's model
-        cmd = train_command(bin_dir, user_dir, out, run, epoch if settings.device == "cpu" else 0, settings)
+        cmd = train_command(bin_dir, user_dir, out, run, epoch if settings.device == "cpu" else 0, settings, landed)
         path = log_path(out, run, epoch)
         echo(f"[study] {run.name}: epoch {epoch}{'' if settings.device == 'cpu' else ' to the end'} (log {path})")
         start, before = time.time(), children_cpu_seconds()
