@@ -1,6 +1,7 @@
 """The converged study (fairseq_ctx.study): the pronoun set's builder on a
 made-up document, and the whole study command at --smoke size on a tiny
 corpus laid out like data/bible, interrupted mid-run and resumed."""
+import hashlib
 import json
 import os
 import random
@@ -742,25 +743,28 @@ def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):
     assert "--gret-warm-start" not in cmd
 
 
+@pytest.mark.unit
 def test_gret_and_its_control_start_from_the_shipped_average_of_the_landed_baseline(tmp_path, monkeypatch):
     """Where the landed baseline's average is shipped (scripts/ship_model.py:
     its record beside its weights, listed in SHA256SUMS), GRET and its
     control start from it on any machine: the baseline is not trained again
-    and they wait for nothing; the weights that a record names must be the
-    ones listed; a record that is not the landed one is not used."""
-    import hashlib
+    and they wait for nothing, and a started run keeps the start it recorded;
+    the weights must be the ones listed (one line naming the file, a status
+    row, not a crash); a record that is not the landed one, or a study of
+    another budget, does not use it."""
+    from dataclasses import replace
 
     from fairseq_ctx.study import train as study_train
     from fairseq_ctx.study.report import landed
     from fairseq_ctx.study.runs import by_name
     from fairseq_ctx.study.status import report
     from fairseq_ctx.study.train import (StudyError, shipped_average, to_train, train, train_command,
-                                         warm_starts_wanted)
+                                         warm_start_checkpoint, warm_starts_wanted)
 
     # the committed files: GRET's study runs start from models/bible/baseline.pt
     committed = landed(os.path.join(REPO, "benchmarks", "study-bible-budget.json"))
-    assert shipped_average("transformer", committed) == os.path.join(REPO, "models", "bible", "baseline.pt")
-    assert shipped_average("transformer-wide", committed) is None
+    assert shipped_average("transformer", committed, STUDY) == os.path.join(REPO, "models", "bible", "baseline.pt")
+    assert shipped_average("transformer", committed, SMOKE) is None
 
     shipped = tmp_path / "models"
     (shipped / "toy").mkdir(parents=True)
@@ -768,15 +772,16 @@ def test_gret_and_its_control_start_from_the_shipped_average_of_the_landed_basel
               "valid_loss": 4.4, "status": "trained", "updates": 4000, "history": []}
     (shipped / "toy" / "base.json").write_text(json.dumps({k: v for k, v in record.items() if k != "history"}))
     (shipped / "toy" / "base.pt").write_bytes(b"weights")
-    digest = hashlib.sha256(b"weights").hexdigest()
-    (shipped / "toy" / "SHA256SUMS").write_text(f"{digest}  base.json\n{digest}  base.pt\n")
+    sums = shipped / "toy" / "SHA256SUMS"
+    # sha256sum -b writes "HASH *NAME"
+    sums.write_text(f"{hashlib.sha256(b'weights').hexdigest()} *base.pt\n")
     monkeypatch.setattr(study_train, "SHIPPED", str(shipped))
     results, out = tmp_path / "study.json", tmp_path / "out"
     out.mkdir()
     results.write_text(json.dumps({"runs": [record]}))
     done = landed(str(results))
     weights = str(shipped / "toy" / "base.pt")
-    assert shipped_average("transformer", done) == weights
+    assert shipped_average("transformer", done, STUDY) == weights
 
     names = ["transformer", "transformer_gret", "transformer-continued"]
     runs = by_name(names)
@@ -791,24 +796,37 @@ def test_gret_and_its_control_start_from_the_shipped_average_of_the_landed_basel
     assert [line.split(None, 4)[4] for line in status[1:4]] == [
         "landed (its record is in the results; not on this machine)", "not started", "not started"]
 
-    # without its landed record (another budget, another BLEU) the baseline trains here again first
-    for changed in ({"bleu": 28.5}, {"budget": 2000}):
+    # the landed record is not the shipped one (another BLEU), or this study has another budget:
+    # the baseline trains here again first
+    for changed, settings in (({"bleu": 28.5}, STUDY), ({}, replace(STUDY, budget=2000))):
         results.write_text(json.dumps({"runs": [dict(record, **changed)]}))
         other = landed(str(results))
-        assert shipped_average("transformer", other) is None
-        cmd = train_command("bin", "user-dir", str(out), runs[1], 1, STUDY, other)
+        assert shipped_average("transformer", other, settings) is None
+        cmd = train_command("bin", "user-dir", str(out), runs[1], 1, settings, other)
         assert cmd[cmd.index("--gret-warm-start") + 1] == str(out / "transformer" / "checkpoint_best.pt")
         lines = []
-        assert train(runs[1], "bin", "user-dir", str(out), lines.append, STUDY, landed=other) is False
+        assert train(runs[1], "bin", "user-dir", str(out), lines.append, settings, landed=other) is False
         assert lines == ["[study] transformer_gret: waits for transformer (its warm start)"]
-    # weights that are not the ones listed: one line naming the file
-    (shipped / "toy" / "base.pt").write_bytes(b"version https://git-lfs.github.com/spec/v1")
-    with pytest.raises(StudyError, match=r"base\.pt: the shipped average of transformer does not match its "
-                                         r"SHA256SUMS"):
-        shipped_average("transformer", done)
-    (shipped / "toy" / "base.pt").unlink()
-    with pytest.raises(StudyError, match=r"base\.pt: the shipped average of transformer is missing"):
-        shipped_average("transformer", done)
+
+    # a run that has started keeps the start its first epoch recorded
+    (out / "transformer_gret" / "logs").mkdir(parents=True)
+    (out / "transformer_gret" / "logs" / "warm_start").write_text(weights + "\n")
+    assert warm_start_checkpoint(runs[1], str(out), STUDY, other) == weights
+
+    # weights that are not the ones listed: one line naming the file; status shows it in the row
+    for content, listed, why in ((b"version https://git-lfs.github.com/spec/v1", True,
+                                  "does not match its SHA256SUMS"),
+                                 (b"weights", False, "is not listed in SHA256SUMS"), (None, True, "is missing")):
+        sums.write_text(f"{hashlib.sha256(b'weights').hexdigest()}  base.pt\n" if listed else "")
+        if content is None:
+            (shipped / "toy" / "base.pt").unlink()
+        else:
+            (shipped / "toy" / "base.pt").write_bytes(content)
+        with pytest.raises(StudyError, match=rf"base\.pt: the shipped average of transformer {why}"):
+            shipped_average("transformer", done, STUDY)
+        row = report(str(out), runs[2:], STUDY, done).splitlines()[1]
+        assert row.split(None, 4)[4] == f"refused: {weights}: the shipped average of transformer {why}" + (
+            " (a Git LFS pointer or a damaged copy?)" if "match" in why else "")
 
 
 @pytest.mark.unit

@@ -7,7 +7,8 @@ lock, even for an instant, could make a training process skip that run).
 A run whose record is in the results (it landed, in this session or an
 earlier one) but which has not trained on this machine counts as trained and
 evaluated, since training skips it; where a run to train warm-starts from
-it, it is trained again first and counted in the training left.
+it and its average is not shipped (train.shipped_average), it is trained
+again first and counted in the training left.
 
 Per run: its state (evaluated, trained, landed and not on this machine,
 landed and trained again first as a warm start, trained again (its landed
@@ -144,12 +145,22 @@ def run_status(out: str, run: Run, settings: Settings, landed: Optional[Dict[str
     elif row["landed"]:
         row.update(_from_record(landed[run.name]), state=f"landed, not on this machine: trained again first, the "
                                                          f"warm start of {', '.join(warm_start_of)}")
-    elif (run.warm_start and not shipped_average(run.warm_start, landed)
-          and not os.path.exists(done_marker(out, Run(run.warm_start, "")))):
-        row["state"] = f"waits for {run.warm_start}"
+    elif run.warm_start and not os.path.exists(done_marker(out, Run(run.warm_start, ""))) and \
+            not _shipped(run.warm_start, landed, settings, row):
+        row["state"] = row.get("state") or f"waits for {run.warm_start}"
     else:
         row["state"] = "not started"
     return row
+
+
+def _shipped(name: str, landed: Dict[str, Dict], settings: Settings, row: Dict) -> bool:
+    """Whether ``name``'s average is shipped; a damaged one becomes ``row``'s
+    state (status never stops on it; training stops on that line)."""
+    try:
+        return shipped_average(name, landed, settings) is not None
+    except StudyError as e:
+        row["state"] = f"refused: {e}"
+        return False
 
 
 def _from_record(rec: Dict) -> Dict:

@@ -172,18 +172,39 @@ SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 SHIPPED_IDENTITY = ("name", "seed", "budget", "commit", "bleu", "chrf", "valid_loss")
 
 
-def shipped_average(name: str, landed: Optional[Dict[str, Dict]], shipped: Optional[str] = None) -> Optional[str]:
-    """The shipped averaged checkpoint of the landed run ``name``: the
-    ``X.pt`` beside an ``X.json`` under ``shipped``'s folders whose record
-    is that run's landed one (SHIPPED_IDENTITY), checked against its
-    folder's SHA256SUMS; None when no landed record or no shipped model
-    matches (a study of another budget, the smoke study). ``shipped``:
-    the folder of model folders, SHIPPED (the checkout's models/) if None."""
-    import glob
+_DIGESTS: Dict[Tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256: status and each epoch ask
+
+
+def _sha256(path: str) -> str:
     import hashlib
 
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
+
+
+def shipped_average(name: str, landed: Optional[Dict[str, Dict]], settings: Settings,
+                    shipped: Optional[str] = None) -> Optional[str]:
+    """The shipped averaged checkpoint of the run ``name``, landed at its
+    budget under ``settings`` (:func:`has_landed`): the ``X.pt`` beside an
+    ``X.json`` under ``shipped``'s folders whose record is that landed one
+    (every SHIPPED_IDENTITY field present and equal), checked against its
+    folder's SHA256SUMS (a StudyError naming the file otherwise); None when
+    the run has not landed at this budget (the smoke study, another budget)
+    or no shipped record is its.  ``shipped``: the folder of model folders,
+    SHIPPED (the checkout's models/) if None."""
+    import glob
+
+    from fairseq_ctx.study.runs import by_name
+
     rec = (landed or {}).get(name)
-    if not rec:
+    if not rec or not has_landed(by_name([name])[0], landed, settings):
         return None
     for path in sorted(glob.glob(os.path.join(shipped or SHIPPED, "*", "*.json"))):
         try:
@@ -191,22 +212,18 @@ def shipped_average(name: str, landed: Optional[Dict[str, Dict]], shipped: Optio
                 ship = json.load(f)
         except (OSError, ValueError):
             continue
-        if not isinstance(ship, dict) or any(ship.get(k) != rec.get(k) for k in SHIPPED_IDENTITY):
+        if not isinstance(ship, dict) or any(ship.get(k) is None or ship.get(k) != rec.get(k)
+                                             for k in SHIPPED_IDENTITY):
             continue
         weights = path[:-len(".json")] + ".pt"
-        sums = os.path.join(os.path.dirname(path), "SHA256SUMS")
         listed = {}
+        sums = os.path.join(os.path.dirname(path), "SHA256SUMS")
         if os.path.exists(sums):
-            with open(sums) as f:
-                listed = {line.split(None, 1)[1].strip(): line.split()[0] for line in f if line.strip()}
+            with open(sums) as f:  # sha256sum's lines: "HASH  NAME" (text) or "HASH *NAME" (binary)
+                listed = {line.split(None, 1)[1].strip().lstrip("*"): line.split()[0] for line in f
+                          if len(line.split(None, 1)) == 2}
         want = listed.get(os.path.basename(weights))
-        got = None
-        if os.path.exists(weights):
-            digest = hashlib.sha256()
-            with open(weights, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-            got = digest.hexdigest()
+        got = _sha256(weights) if os.path.exists(weights) else None
         if want is None or got != want:
             raise StudyError(f"{weights}: the shipped average of {name} " + (
                 "is missing" if got is None else "is not listed in SHA256SUMS" if want is None
@@ -215,12 +232,20 @@ def shipped_average(name: str, landed: Optional[Dict[str, Dict]], shipped: Optio
     return None
 
 
-def warm_start_checkpoint(run: Run, out: str, landed: Optional[Dict[str, Dict]] = None) -> str:
-    """The weights ``run`` starts from: its warm start's shipped average
-    where one is shipped (the very model whose scores the study reports,
-    the same on every machine), else the checkpoint_best.pt that run
-    trained to here."""
-    return shipped_average(run.warm_start, landed) or os.path.join(out, run.warm_start, "checkpoint_best.pt")
+def warm_start_checkpoint(run: Run, out: str, settings: Settings = STUDY,
+                          landed: Optional[Dict[str, Dict]] = None) -> str:
+    """The weights ``run`` starts from: the one its first epoch recorded
+    (``logs/warm_start``) once it has started, so that every epoch and its
+    record name the same start; before that, its warm start's shipped
+    average where one is shipped (the averaged model whose scores the study
+    reports, rounded to fp16, the same file on every machine), else the
+    checkpoint_best.pt that run trained to here."""
+    recorded = os.path.join(run_dir(out, run), "logs", "warm_start")
+    if os.path.exists(recorded):
+        with open(recorded) as f:
+            return f.read().strip()
+    return (shipped_average(run.warm_start, landed, settings)
+            or os.path.join(out, run.warm_start, "checkpoint_best.pt"))
 
 
 def _repo_relative(path: str) -> str:
@@ -232,16 +257,21 @@ def _repo_relative(path: str) -> str:
 
 def warm_starts_wanted(runs: List[Run], out: str, landed: Dict[str, Dict],
                        settings: Settings) -> Dict[str, List[str]]:
-    """Per run that others start from (their warm start) and whose weights
-    are not shipped (:func:`shipped_average`), the names of those among
+    """Per run that others start from (their warm start) and whose average
+    is not shipped (:func:`shipped_average`), the names of those among
     ``runs`` still to train, in order: neither trained here nor landed.
     Training trains a landed source again for the first of them; status
-    says it waits to be."""
+    says it waits to be.  A shipped average that fails its check is not
+    trained around: the run that starts from it stops on that line."""
     wanted: Dict[str, List[str]] = {}
     for run in runs:
-        if (run.warm_start and not is_trained(out, run) and not has_landed(run, landed, settings, out)
-                and not shipped_average(run.warm_start, landed)):
-            wanted.setdefault(run.warm_start, []).append(run.name)
+        if run.warm_start and not is_trained(out, run) and not has_landed(run, landed, settings, out):
+            try:
+                shipped = shipped_average(run.warm_start, landed, settings)
+            except StudyError:  # named when the run itself trains: nothing to train again for it
+                shipped = "damaged"
+            if not shipped:
+                wanted.setdefault(run.warm_start, []).append(run.name)
     return wanted
 
 
@@ -252,11 +282,12 @@ def to_train(selected: List[Run], out: str, landed: Dict[str, Dict],
 
     A run that landed (``has_landed``) and has not trained on this machine
     is skipped: its record and translations are committed, so a fresh
-    machine never trains it again.  The exception is a warm start: a run
-    that starts from a landed run's checkpoint (GRET and its control) needs
-    that checkpoint on this machine, so the landed run is trained again,
-    just before the first run that needs it (same recipe and seed; its
-    record stays the landed one)."""
+    machine never trains it again.  The exception is a warm start whose
+    average is not shipped (:func:`warm_starts_wanted`): a run that starts
+    from a landed run's checkpoint (GRET and its control) then needs that
+    checkpoint on this machine, so the landed run is trained again, just
+    before the first run that needs it (same recipe and seed; its record
+    stays the landed one)."""
     from fairseq_ctx.study.runs import by_name
 
     def away(run):
@@ -358,7 +389,7 @@ def train_command(bin_dir: str, user_dir: str, out: str, run: Run, epoch: int,
         # (fresh optimizer, schedule and meters). Both apply only to the first
         # epoch: later ones resume from the run's own checkpoint_last.pt.
         flag = "--gret-warm-start" if run.arch.startswith("transformer_gret") else "--finetune-from-model"
-        cmd += [flag, warm_start_checkpoint(run, out, landed)]
+        cmd += [flag, warm_start_checkpoint(run, out, settings, landed)]
     return cmd
 
 
@@ -427,7 +458,8 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
     if run.warm_start:
         from fairseq_ctx.study.runs import by_name
 
-        if not shipped_average(run.warm_start, landed) and not is_trained(out, by_name([run.warm_start])[0], settings):
+        if (not shipped_average(run.warm_start, landed, settings)
+                and not is_trained(out, by_name([run.warm_start])[0], settings)):
             echo(f"[study] {run.name}: waits for {run.warm_start} (its warm start)")
             return False
     os.makedirs(os.path.join(run_dir(out, run), "logs"), exist_ok=True)
@@ -444,7 +476,7 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
                       "commit": code_commit(), "train_data": os.path.abspath(bin_dir),
                       "train_seconds": hist[-1]["train_seconds"], "params": params_from_logs(out, run)}
             if run.warm_start:
-                record["warm_start_from"] = _repo_relative(warm_start_checkpoint(run, out, landed))
+                record["warm_start_from"] = _repo_relative(warm_start_checkpoint(run, out, settings, landed))
             with open(done_marker(out, run), "w") as f:
                 json.dump(record, f, indent=1)
             echo(f"[study] {run.name}: trained, {reason}; {record['updates']} updates, best valid loss "
@@ -457,6 +489,12 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
         # a GPU one process for the whole run: a restart costs seconds
         # there, as much as an epoch of the study's model
         cmd = train_command(bin_dir, user_dir, out, run, epoch if settings.device == "cpu" else 0, settings, landed)
+        recorded = os.path.join(run_dir(out, run), "logs", "warm_start")
+        if run.warm_start and not os.path.exists(recorded) and \
+                not os.path.exists(os.path.join(run_dir(out, run), "checkpoint_last.pt")):
+            # the start this run's later epochs and its record name, whatever lands meanwhile
+            with open(recorded, "w") as f:
+                f.write(warm_start_checkpoint(run, out, settings, landed) + "\n")
         path = log_path(out, run, epoch)
         echo(f"[study] {run.name}: epoch {epoch}{'' if settings.device == 'cpu' else ' to the end'} (log {path})")
         start, before = time.time(), children_cpu_seconds()
