@@ -86,6 +86,8 @@ RECORDS = [
     (r"28\.21 and 50\.52 on the", "benchmarks/study-bible-budget.json"),     # run transformer_ctxenc: bleu, chrf
     (r"seeds \+0\.60, \+0\.08\s+and\s+-0\.46 BLEU", "benchmarks/study-bible-budget.json"),  # CSAN vs transformer, seeds 1-3
     (r"\(\+1\.45 ± 0\.57 BLEU over the plain one, \+0\.98 ± 0\.47 over", "benchmarks/study-bible-budget.json"),  # Enc-DC summary vs both
+    (r"\(CXMI \+0\.036 bits a token\)", "benchmarks/study-bible-budget.json"),  # ctxenc summary: cxmi_bits mean 0.0362
+    (r"BLEU \(-0\.25 ±\s+0\.26 against the plain one", "benchmarks/study-bible-budget.json"),  # ctxenc summary vs transformer
 ]
 
 # (regex over the blanked README; why its numbers are not measurements).
