@@ -233,3 +233,14 @@ def idx_length(path: Path) -> int:
     if len(header) < 26 or header[:9] != _MMAP_IDX_MAGIC:
         raise PrepError(f"{path} is not a fairseq mmap index; rerun with --force")
     return struct.unpack("<Q", header[18:26])[0]
+
+
+def sha256_file(path) -> str:
+    """The hex SHA-256 of a file, read in 1 MiB blocks (what ``sha256sum`` prints)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -28,22 +28,15 @@ present. Loading the fp16 weights into the fp32 model gives fp32 CPU
 decoding.
 """
 import argparse
-import hashlib
 import json
 import os
 import re
 import shutil
 import sys
 
+from fairseq_ctx_prep.files import sha256_file as sha256  # the digest the study checks shipped files by
+
 DEFAULT_DATA = "data/bible"
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def write_sums(out):

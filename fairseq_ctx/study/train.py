@@ -176,16 +176,12 @@ _DIGESTS: Dict[Tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256:
 
 
 def _sha256(path: str) -> str:
-    import hashlib
+    from fairseq_ctx_prep.files import sha256_file
 
     st = os.stat(path)
     key = (path, st.st_size, st.st_mtime_ns)
     if key not in _DIGESTS:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _DIGESTS[key] = digest.hexdigest()
+        _DIGESTS[key] = sha256_file(path)
     return _DIGESTS[key]
 
 
