@@ -808,10 +808,23 @@ def test_gret_and_its_control_start_from_the_shipped_average_of_the_landed_basel
         assert train(runs[1], "bin", "user-dir", str(out), lines.append, settings, landed=other) is False
         assert lines == ["[study] transformer_gret: waits for transformer (its warm start)"]
 
-    # a run that has started keeps the start its first epoch recorded
-    (out / "transformer_gret" / "logs").mkdir(parents=True)
+    # the first epoch records its start (then fails here: no fairseq-train runs), and a
+    # run that has started keeps that start whatever lands meanwhile
+    ran = []
+    monkeypatch.setattr(study_train, "_run_until", lambda cmd, log, deadline: ran.append(cmd) or 1)
+    for run, flag in zip(runs[1:], ("--gret-warm-start", "--finetune-from-model")):
+        with pytest.raises(StudyError, match=f"{run.name}: fairseq-train failed"):
+            train(run, "bin", "user-dir", str(out), print, STUDY, landed=done)
+        assert ran[-1][ran[-1].index(flag) + 1] == weights
+        assert (out / run.name / "logs" / "warm_start").read_text() == weights + "\n"
+        assert warm_start_checkpoint(run, str(out), STUDY, other) == weights
+        cmd = train_command("bin", "user-dir", str(out), run, 2, STUDY, other)
+        assert cmd[cmd.index(flag) + 1] == weights
+    (out / "transformer_gret" / "logs" / "warm_start").write_text("\n")
+    with pytest.raises(StudyError, match=r"logs/warm_start is empty: write there the weights its first epoch"):
+        warm_start_checkpoint(runs[1], str(out), STUDY, other)
     (out / "transformer_gret" / "logs" / "warm_start").write_text(weights + "\n")
-    assert warm_start_checkpoint(runs[1], str(out), STUDY, other) == weights
+    shutil.rmtree(out / "transformer-continued")  # not started again, for status below
 
     # weights that are not the ones listed: one line naming the file; status shows it in the row
     for content, listed, why in ((b"version https://git-lfs.github.com/spec/v1", True,

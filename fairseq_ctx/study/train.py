@@ -239,7 +239,11 @@ def warm_start_checkpoint(run: Run, out: str, settings: Settings = STUDY,
     recorded = os.path.join(run_dir(out, run), "logs", "warm_start")
     if os.path.exists(recorded):
         with open(recorded) as f:
-            return f.read().strip()
+            start = f.read().strip()
+        if not start:
+            raise StudyError(f"{recorded} is empty: write there the weights its first epoch loaded "
+                             f"(named in logs/epoch-001.log)")
+        return start
     return (shipped_average(run.warm_start, landed, settings)
             or os.path.join(out, run.warm_start, "checkpoint_best.pt"))
 
@@ -489,8 +493,10 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
         if run.warm_start and not os.path.exists(recorded) and \
                 not os.path.exists(os.path.join(run_dir(out, run), "checkpoint_last.pt")):
             # the start this run's later epochs and its record name, whatever lands meanwhile
+            # (asked before the file is opened: an empty file would be read as the start)
+            start_from = warm_start_checkpoint(run, out, settings, landed)
             with open(recorded, "w") as f:
-                f.write(warm_start_checkpoint(run, out, settings, landed) + "\n")
+                f.write(start_from + "\n")
         path = log_path(out, run, epoch)
         echo(f"[study] {run.name}: epoch {epoch}{'' if settings.device == 'cpu' else ' to the end'} (log {path})")
         start, before = time.time(), children_cpu_seconds()
