@@ -485,6 +485,17 @@ def _tiny_bible(root):
     preprocess(spm_dir, root / "bin", src="es", tgt="en")
 
 
+def _cpu_model():
+    """This machine's processor as /proc/cpuinfo names it, read here apart from the code under test."""
+    import platform
+
+    if os.path.exists("/proc/cpuinfo"):
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def _study(data, out, results, *args, wait=True):
     # forked, with every Python child it starts (tests/cli_zygote.py)
     cmd = [cli_process.python(), "-m", "fairseq_ctx.study", "--smoke", "--data", str(data), "--out", str(out),
@@ -530,6 +541,8 @@ def test_study_smoke_interrupt_resume(tmp_path):
         assert rec["status"] == "trained" and rec["epochs"] == 2 and rec["updates"] > 0
         assert rec["train_data"] == str(data / "study" / "bin") and rec["precision"] == "fp32"
         assert rec["device"] == "cpu" and rec["budget"] == SMOKE.budget and len(rec["commit"]) >= 40
+        # which CPU, with how many threads (--threads, 1 by default)
+        assert rec["cpu"] == _cpu_model() and rec["threads"] == 1
         assert [h["epoch"] for h in rec["history"]] == [1, 2]
         # recorded; the children here are forked and stood in for by a launcher
         # (tests/cli_zygote.py), whose own CPU is what the driver sees: the

@@ -131,6 +131,27 @@ def device_name(device: str) -> str:
     return torch.cuda.get_device_name(0)
 
 
+def machine(device: str) -> Dict:
+    """Where a run trained, beyond :func:`device_name`: on CPU the processor's
+    model (``/proc/cpuinfo``; ``platform.processor()`` elsewhere) and the
+    threads fairseq-train was given (``OMP_NUM_THREADS``; None when unset,
+    torch's default), since runs on different CPUs are compared only where
+    one run trained on both agrees within seed noise."""
+    if device != "cpu":
+        return {}
+    import platform
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    return {"cpu": model or platform.processor() or platform.machine(),
+            "threads": int(threads) if threads.isdigit() else None}
+
+
 def done_marker(out: str, run: Run) -> str:
     return os.path.join(run_dir(out, run), "train.done")
 
@@ -471,7 +492,8 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
             record = {"reason": reason, "epochs": len(hist), "updates": hist[-1]["updates"],
                       "best_epoch": best["epoch"], "best_valid_loss": best["valid_loss"],
                       "final_valid_loss": hist[-1]["valid_loss"], "budget": settings.budget,
-                      "device": device_name(settings.device), "precision": precision(settings),
+                      "device": device_name(settings.device), **machine(settings.device),
+                      "precision": precision(settings),
                       "optimizer": recipe_on(settings)[recipe_on(settings).index("--optimizer") + 1],
                       "commit": code_commit(), "train_data": os.path.abspath(bin_dir),
                       "train_seconds": hist[-1]["train_seconds"], "params": params_from_logs(out, run)}
