@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from fairseq_ctx.study import runs as study_runs
 from fairseq_ctx.study.report import family
-from fairseq_ctx.study.train import (StudyError, done_marker, history, is_trained, params_from_logs, train,
+from fairseq_ctx.study.train import (StudyError, history, is_trained, params_from_logs, read_done, train,
                                      trained_again)
 from fairseq_ctx.errors import ERROR_PREFIX  # every tool's (docs/errors.md)
 
@@ -154,7 +154,7 @@ def base_record(opts, run) -> dict:
            "train_minutes": round(hist[-1]["train_seconds"] / 60, 1) if hist else 0.0, "history": hist,
            "status": "trained" if is_trained(opts.out, run, opts.settings, opts.landed) else "training" if hist else "not started"}
     if rec["status"] == "trained":
-        done = json.load(open(done_marker(opts.out, run)))
+        done = read_done(opts.out, run)
         rec.update(budget=done["budget"], final_valid_loss=done.get("final_valid_loss"),
                    device=done.get("device", "cpu"), precision=done.get("precision", "fp32"),
                    commit=done.get("commit"), train_data=done.get("train_data"))

@@ -15,7 +15,7 @@ import time
 from typing import Dict, List, Optional
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import StudyError, children_cpu_seconds, done_marker, history, run_dir, settings_of
+from fairseq_ctx.study.train import StudyError, children_cpu_seconds, history, read_done, run_dir, settings_of
 
 BEAM = 4
 GENERATE = ["--gen-subset", "test", "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
@@ -49,11 +49,8 @@ def final_checkpoints(out: str, run: Run, settings: Settings) -> List[str]:
     update count is the epoch's in the logs; the budget is the one the run
     trained to, from its ``train.done``).  Raises StudyError naming the
     updates no file holds."""
-    if os.path.exists(done_marker(out, run)):
-        with open(done_marker(out, run)) as f:
-            settings = settings.with_budget(json.load(f)["budget"])
-    else:
-        settings = settings_of(run, settings, out)
+    done = read_done(out, run)
+    settings = settings.with_budget(done["budget"]) if done else settings_of(run, settings, out)
     wanted = [settings.budget - k * settings.save_every for k in reversed(range(settings.average))]
     updates_of_epoch = {h["epoch"]: h["updates"] for h in history(out, run)}
     found = {}

@@ -24,14 +24,13 @@ architecture, else of every run. A run whose budget (concatenation at equal
 data, before both epoch lengths are known) or rate is not known yet is named,
 not guessed.
 """
-import json
 import os
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import (StudyError, done_marker, has_landed, history, is_trained, run_dir, settings_of,
-                                     shipped_average, trained_again, warm_starts_wanted)
+from fairseq_ctx.study.train import (StudyError, done_marker, has_landed, history, is_trained, read_done, run_dir,
+                                     settings_of, shipped_average, trained_again, warm_starts_wanted)
 
 # fairseq's progress lines ("num_updates=2680") and epoch summaries ("| num_updates 2630")
 _UPDATES_RE = re.compile(r"num_updates[= ](\d+)")
@@ -107,10 +106,7 @@ def run_status(out: str, run: Run, settings: Settings, landed: Optional[Dict[str
     try:
         hist = history(out, run)
         logged, checkpoint = read_logs(out, run)
-        done = None
-        if os.path.exists(done_marker(out, run)):
-            with open(done_marker(out, run)) as f:
-                done = json.load(f)
+        done = read_done(out, run)
     except ValueError:  # a .cpu file or train.done caught while being written
         return {"name": run.name, "budget": None, "updates": 0, "resumes_from": 0, "cpu_seconds": 0.0,
                 "rate": None, "pid": None, "state": "being written: ask again"}

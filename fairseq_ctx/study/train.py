@@ -156,6 +156,15 @@ def done_marker(out: str, run: Run) -> str:
     return os.path.join(run_dir(out, run), "train.done")
 
 
+def read_done(out: str, run: Run) -> Optional[Dict]:
+    """``run``'s ``train.done`` record, None while it has not finished
+    (ValueError for a file caught while it is being written)."""
+    if not os.path.exists(done_marker(out, run)):
+        return None
+    with open(done_marker(out, run)) as f:
+        return json.load(f)
+
+
 def is_trained(out: str, run: Run, settings: Optional[Settings] = None,
                landed: Optional[Dict[str, Dict]] = None) -> bool:
     """Whether ``run`` has finished; with ``settings``, a finished run of
@@ -166,8 +175,7 @@ def is_trained(out: str, run: Run, settings: Optional[Settings] = None,
         return False
     if settings is not None:
         want = settings_of(run, settings, out, landed).budget
-        with open(done_marker(out, run)) as f:
-            got = json.load(f).get("budget")
+        got = read_done(out, run).get("budget")
         if got != want:
             raise StudyError(f"{run_dir(out, run)} holds {run.name} trained to a budget of {got} updates, not "
                              f"{want}: move it away (or choose its budget with --runs {run.name}@{got})")
@@ -554,9 +562,8 @@ def pilot_choice(out: str) -> Tuple[Optional[int], List[Dict]]:
 
     final = {}
     for run in pilot_ladder():
-        if is_trained(out, run):
-            with open(done_marker(out, run)) as f:
-                done = json.load(f)
+        done = read_done(out, run)
+        if done is not None:
             final[run.budget] = {"budget": run.budget, "final_valid_loss": done["final_valid_loss"],
                                  "cpu_minutes": round(done["train_seconds"] / 60, 1),
                                  "device": done.get("device", "cpu")}
