@@ -541,8 +541,10 @@ def test_study_smoke_interrupt_resume(tmp_path):
         assert rec["status"] == "trained" and rec["epochs"] == 2 and rec["updates"] > 0
         assert rec["train_data"] == str(data / "study" / "bin") and rec["precision"] == "fp32"
         assert rec["device"] == "cpu" and rec["budget"] == SMOKE.budget and len(rec["commit"]) >= 40
-        # which CPU, with how many threads (--threads, 1 by default)
-        assert rec["cpu"] == _cpu_model() and rec["threads"] == 1
+        # which CPU each epoch trained on, with how many threads (--threads, 1 by default)
+        here = {"cpu_model": _cpu_model(), "threads": 1}
+        assert [h["machine"] for h in rec["history"]] == [here, here]
+        assert rec["machines"] == [dict(here, epochs=[1, 2])]
         assert [h["epoch"] for h in rec["history"]] == [1, 2]
         # recorded; the children here are forked and stood in for by a launcher
         # (tests/cli_zygote.py), whose own CPU is what the driver sees: the
@@ -853,6 +855,18 @@ def test_gret_and_its_control_start_from_the_shipped_average_of_the_landed_basel
         row = report(str(out), runs[2:], STUDY, done).splitlines()[1]
         assert row.split(None, 4)[4] == f"refused: {weights}: the shipped average of transformer {why}" + (
             " (a Git LFS pointer or a damaged copy?)" if "match" in why else "")
+
+
+@pytest.mark.unit
+def test_the_machines_of_a_run_are_those_of_its_epochs():
+    """A run resumed elsewhere lists every CPU it trained on, with its epochs;
+    epochs from before machines were kept are not listed."""
+    from fairseq_ctx.study.train import machines
+
+    a, b = {"cpu_model": "AMD EPYC", "threads": 1}, {"cpu_model": "AMD EPYC", "threads": 2}
+    hist = [{"epoch": 1}, {"epoch": 2, "machine": a}, {"epoch": 3, "machine": b}, {"epoch": 4, "machine": a}]
+    assert machines(hist) == [dict(a, epochs=[2, 4]), dict(b, epochs=[3])]
+    assert machines(hist[:1]) == []
 
 
 @pytest.mark.unit

@@ -158,7 +158,7 @@ def base_record(opts, run) -> dict:
         rec.update(budget=done["budget"], final_valid_loss=done.get("final_valid_loss"),
                    device=done.get("device", "cpu"), precision=done.get("precision", "fp32"),
                    commit=done.get("commit"), train_data=done.get("train_data"))
-        rec.update({k: done[k] for k in ("cpu", "threads", "warm_start_from") if done.get(k)})
+        rec.update({k: done[k] for k in ("machines", "warm_start_from") if done.get(k)})
     return rec
 
 

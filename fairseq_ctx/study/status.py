@@ -122,7 +122,7 @@ def run_status(out: str, run: Run, settings: Settings, landed: Optional[Dict[str
            "pid": lock_holder(os.path.join(run_dir(out, run), "train.lock"))}
     row["landed"] = has_landed(run, landed, settings, out)
     try:
-        trained = is_trained(out, run, settings if budget is not None else None, landed)
+        trained = done is not None and is_trained(out, run, settings if budget is not None else None, landed, done)
     except StudyError:  # training refuses it until it is moved away; then it trains from the start
         return dict(row, resumes_from=0, state=f"refused: trained to a budget of {done.get('budget')}")
     logs = os.path.join(run_dir(out, run), "logs")

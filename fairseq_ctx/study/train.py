@@ -74,6 +74,10 @@ def history(out: str, run: Run) -> List[Dict]:
             path = os.path.join(logs, f"epoch-{number:03d}.{kind}")
             if finished and os.path.exists(path):
                 rows[finished[-1]][kind] = float(open(path).read())
+        path = os.path.join(logs, f"epoch-{number:03d}.machine")
+        if finished and os.path.exists(path):
+            with open(path) as f:
+                rows[finished[-1]]["machine"] = json.load(f)
     out_rows, total = [], 0.0
     for epoch in sorted(rows):
         if epoch != len(out_rows) + 1:
@@ -131,14 +135,14 @@ def device_name(device: str) -> str:
     return torch.cuda.get_device_name(0)
 
 
-def machine(device: str) -> Dict:
-    """Where a run trained, beyond :func:`device_name`: on CPU the processor's
-    model (``/proc/cpuinfo``; ``platform.processor()`` elsewhere) and the
-    threads fairseq-train was given (``OMP_NUM_THREADS``; None when unset,
-    torch's default), since runs on different CPUs are compared only where
-    one run trained on both agrees within seed noise."""
-    if device != "cpu":
-        return {}
+def machine() -> Dict:
+    """Where an epoch trains on CPU, beyond :func:`device_name`: the
+    processor's model (``/proc/cpuinfo``; ``platform.processor()``
+    elsewhere) and the threads fairseq-train is given (``OMP_NUM_THREADS``,
+    which the driver sets from ``--threads``; None when unset, torch's
+    default). Kept per epoch (``logs/epoch-NNN.machine``), since a run can
+    resume on another machine, and runs on different CPUs are compared only
+    where one run trained on both agrees within seed noise."""
     import platform
 
     model = ""
@@ -148,8 +152,24 @@ def machine(device: str) -> Dict:
     except OSError:
         pass
     threads = os.environ.get("OMP_NUM_THREADS", "")
-    return {"cpu": model or platform.processor() or platform.machine(),
+    return {"cpu_model": model or platform.processor() or platform.machine(),
             "threads": int(threads) if threads.isdigit() else None}
+
+
+def machines(hist: List[Dict]) -> List[Dict]:
+    """The CPUs a run's epochs trained on (``machine`` of each history row),
+    in order of first use, each with its epochs; epochs written before
+    machines were kept are not listed."""
+    out: List[Dict] = []
+    for h in hist:
+        if "machine" not in h:
+            continue
+        same = next((m for m in out if all(m[k] == v for k, v in h["machine"].items())), None)
+        if same is None:
+            same = dict(h["machine"], epochs=[])
+            out.append(same)
+        same["epochs"].append(h["epoch"])
+    return out
 
 
 def done_marker(out: str, run: Run) -> str:
@@ -166,16 +186,18 @@ def read_done(out: str, run: Run) -> Optional[Dict]:
 
 
 def is_trained(out: str, run: Run, settings: Optional[Settings] = None,
-               landed: Optional[Dict[str, Dict]] = None) -> bool:
+               landed: Optional[Dict[str, Dict]] = None, done: Optional[Dict] = None) -> bool:
     """Whether ``run`` has finished; with ``settings``, a finished run of
     another budget than the one ``run`` has under them is refused (a changed
     budget must never silently reuse old runs; ``landed`` as for
-    :func:`settings_of`)."""
-    if not os.path.exists(done_marker(out, run)):
+    :func:`settings_of`).  ``done``: its train.done already read, if it was
+    (status reads it once)."""
+    done = done if done is not None else read_done(out, run)
+    if done is None:
         return False
     if settings is not None:
         want = settings_of(run, settings, out, landed).budget
-        got = read_done(out, run).get("budget")
+        got = done.get("budget")
         if got != want:
             raise StudyError(f"{run_dir(out, run)} holds {run.name} trained to a budget of {got} updates, not "
                              f"{want}: move it away (or choose its budget with --runs {run.name}@{got})")
@@ -500,15 +522,18 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
             record = {"reason": reason, "epochs": len(hist), "updates": hist[-1]["updates"],
                       "best_epoch": best["epoch"], "best_valid_loss": best["valid_loss"],
                       "final_valid_loss": hist[-1]["valid_loss"], "budget": settings.budget,
-                      "device": device_name(settings.device), **machine(settings.device),
-                      "precision": precision(settings),
+                      "device": device_name(settings.device), "precision": precision(settings),
                       "optimizer": recipe_on(settings)[recipe_on(settings).index("--optimizer") + 1],
                       "commit": code_commit(), "train_data": os.path.abspath(bin_dir),
                       "train_seconds": hist[-1]["train_seconds"], "params": params_from_logs(out, run)}
             if run.warm_start:
                 record["warm_start_from"] = _repo_relative(warm_start_checkpoint(run, out, settings, landed))
-            with open(done_marker(out, run), "w") as f:
+            if machines(hist):
+                record["machines"] = machines(hist)
+            # whole or absent: a reader never sees it half-written
+            with open(done_marker(out, run) + ".part", "w") as f:
                 json.dump(record, f, indent=1)
+            os.replace(done_marker(out, run) + ".part", done_marker(out, run))
             echo(f"[study] {run.name}: trained, {reason}; {record['updates']} updates, best valid loss "
                  f"{record['best_valid_loss']:.3f}, {record['train_seconds'] / 60:.1f} CPU min")
             return True
@@ -529,6 +554,9 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
                 f.write(start_from + "\n")
         path = log_path(out, run, epoch)
         echo(f"[study] {run.name}: epoch {epoch}{'' if settings.device == 'cpu' else ' to the end'} (log {path})")
+        if settings.device == "cpu":  # where this epoch trains (read with its log's result)
+            with open(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.machine"), "w") as f:
+                json.dump(machine(), f)
         start, before = time.time(), children_cpu_seconds()
         with open(path, "w") as log:
             try:
