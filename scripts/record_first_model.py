@@ -15,7 +15,6 @@ against fp32 comparison of a model whose checkpoint is unchanged) are
 carried over, marked with the date they were measured.
 """
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -31,14 +30,10 @@ RECORD = os.path.join(REPO, "benchmarks", "first-model.json")
 if REPO not in sys.path:  # this checkout's package, whether or not it is installed
     sys.path.insert(0, REPO)
 from fairseq_ctx.evaluation.score import parse_table  # noqa: E402  (torch-free): reads the score table
+from fairseq_ctx_prep.files import sha256_file  # noqa: E402  (what models/bible/SHA256SUMS holds)
 
 NAMES = ("baseline", "ctxenc")
 PRINTED = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "dbleu": "d-BLEU"}  # record key: the table's title
-
-
-def sha256(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def main(argv=None):
@@ -85,12 +80,12 @@ def main(argv=None):
         models[name] = {
             "checkpoint": f"models/bible/{name}.pt: study run {run['name']}, seed {run['seed']}, "
                           f"{run['updates']} updates, commit {run.get('commit')}, fp16 weights",
-            "checkpoint_sha256": sha256(ckpt),
+            "checkpoint_sha256": sha256_file(ckpt),
             "checkpoint_bytes": os.path.getsize(ckpt),
             "scores": {k: round(systems[name][k], 4) for k in ("bleu", "chrf", "ter", "dbleu")},
             "printed": ({key: table[name][title] for key, title in PRINTED.items()}
                         if name in table else None),
-            "translations_sha256": sha256(os.path.join(out, f"test.{name}.en")),
+            "translations_sha256": sha256_file(os.path.join(out, f"test.{name}.en")),
             "translate_seconds_printed": float(seconds.group(1)) if seconds else None,
             "study_record": {"bleu": run.get("bleu"), "chrf": run.get("chrf"),
                              "source": f"benchmarks/study-bible-budget.json, run {run['name']} "
