@@ -1022,6 +1022,10 @@ def test_status_reads_where_every_run_stands_and_touches_nothing(tmp_path, capsy
     assert lines[2 + len(names)] == (f"training left: about {left / 3600:.1f} CPU hours for 6 runs at the rates "
                                      f"measured so far; not counted, budget or rate not known yet: concat-equal-data")
     assert sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+    main(["--out", str(tmp_path), "--results", str(tmp_path / "none.json"), "--stage", "status",
+          "--runs", "transformer-wide"])
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        "training left: about 2.0 CPU hours for 1 run at the rates measured so far"
     held.close()
     assert lock_holder(str(wide / "train.lock")) is None
 

@@ -213,7 +213,7 @@ def report(out: str, runs: Sequence[Run], settings: Settings, landed: Optional[D
     again = [r["name"] for r in rows if r.get("landed") and r["state"] not in FINISHED]
     counted = sum(r["state"] not in FINISHED for r in rows) - len(unknown)
     if counted:
-        lines.append(f"training left: about {left / 3600:.1f} CPU hours for {counted} runs"
+        lines.append(f"training left: about {left / 3600:.1f} CPU hours for {counted} run{'s' * (counted > 1)}"
                      + (f" ({', '.join(again)} trained again for a warm start)" if again else "")
                      + " at the rates measured so far" + (f"; not counted, budget or rate not known yet: {', '.join(unknown)}" if unknown else ""))
     elif unknown:
