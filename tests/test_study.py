@@ -688,6 +688,72 @@ def test_study_smoke_interrupt_resume(tmp_path):
         in status.stdout
 
 
+def test_runs_at_a_budget_of_their_own_are_paired_at_that_budget_in_a_file_of_their_own(tmp_path):
+    """RUN@N (the 8,000-update sensitivity check of the ranking): trained
+    in directories of their own, paired with the baselines at N, tabled
+    without the paper verdicts, never mixed with the study's runs."""
+    data, out = tmp_path / "bible", tmp_path / "runs"
+    study, rungs = tmp_path / "bench" / "study.json", tmp_path / "bench" / "study-2.json"
+    _tiny_bible(data)
+    # at the smoke size an epoch is one update: the smoke's own budget is the
+    # one whose averaged checkpoints fairseq keeps (2 epochs), so the rung
+    # is at 2 updates here
+    done = _study(data, out, rungs, "--runs", "transformer@2", "concat@2")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    record = json.loads(rungs.read_text())
+    by = {r["name"]: r for r in record["runs"]}
+    assert list(by) == ["transformer-2", "concat-2"] and sorted(p.name for p in out.iterdir()) == list(sorted(by))
+    for name, rec in by.items():
+        assert (rec["rung_of"], rec["budget"], rec["updates"]) == (name[:-2], 2, 2)
+        assert rec["status"] == "trained" and rec["bleu"] is not None
+    # paired with the baseline at the same budget, kept where the study's table looks
+    assert by["concat-2"]["vs"]["transformer"]["run"] == "transformer-2" and by["transformer-2"]["vs"] == {}
+    assert record["summary"]["concat-2"]["vs"]["transformer"]["n"] == 1
+    assert record["setup"]["budget"].startswith("2 updates for every run") and "updates 1, ..., 2" in \
+        record["setup"]["budget"]
+    assert record["bleu_by_length"]["unit"] == "sentencepiece source tokens"
+    assert (rungs.parent / "study-2" / "hyps" / "concat-2.test.hyp").exists()
+    # evaluating one keeps the other (rebuilt from its outputs)
+    one = _study(data, out, rungs, "--runs", "concat@2", "--stage", "evaluate")
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert [r["name"] for r in json.loads(rungs.read_text())["runs"]] == ["transformer-2", "concat-2"]
+    table = _study(data, out, rungs, "--stage", "table")
+    assert table.returncode == 0, table.stderr[-3000:]
+    assert "| Concatenation, at equal updates, 2 updates | 1 |" in table.stdout and "| paper |" not in table.stdout
+
+    def refused(results, *runs, stage="evaluate"):
+        res = _study(data, out, results, "--runs", *runs, "--stage", stage)
+        assert res.returncode != 0 and res.stderr.count("\n") == 1, res.stderr[-3000:]
+        return res.stderr
+
+    assert "--runs: transformer are the study's runs and concat-2 runs at a budget of their own" in \
+        refused(rungs, "transformer", "concat@2")
+    assert f"--results {rungs}: it holds runs at a budget of their own (transformer-2, concat-2)" in \
+        refused(rungs, "transformer")
+    assert f"--results {rungs}: one budget per results file, not 2, 6" in refused(rungs, "transformer@6")
+    assert "--runs: one budget per results file, not 2, 10 (transformer-2, concat-10)" in \
+        refused(rungs, "transformer@2", "concat@10", stage="train")
+    assert "--runs: transformer are the study's runs" in refused(rungs, "transformer", "concat@2", stage="train")
+    study.write_text(json.dumps({"runs": [{"name": "transformer", "seed": 1, "status": "not started"}]}))
+    assert f"--results {study}: it holds the study's runs; runs at a budget of their own go to a file of " \
+           "their own (by default benchmarks/study-bible-budget-2.json)" in refused(study, "concat@2")
+
+
+def test_runs_at_a_budget_of_their_own_default_to_a_results_file_of_their_own(monkeypatch):
+    from fairseq_ctx.study import __main__ as driver
+
+    seen = {}
+    monkeypatch.setattr("fairseq_ctx.study.report.landed", lambda path: seen.setdefault("results", path) and {})
+    with pytest.raises(SystemExit):   # stops at the missing --out, having chosen its results
+        driver.main(["--runs", "transformer@8000", "transformer_ctxenc@8000", "--stage", "status",
+                     "--out", "/nonexistent"])
+    assert seen["results"] == str(REPO / "benchmarks" / "study-bible-budget-8000.json")
+    seen.clear()
+    with pytest.raises(SystemExit):
+        driver.main(["--runs", "transformer", "--stage", "status", "--out", "/nonexistent"])
+    assert seen["results"] == str(REPO / "benchmarks" / "study-bible-budget.json")
+
+
 def test_a_childs_cpu_time_is_measured(tmp_path):
     """The CPU seconds recorded per epoch and per decoding are the child's
     own (a new interpreter here: in the smoke run the children are forked)."""
@@ -855,6 +921,28 @@ def test_gret_and_its_control_start_from_the_shipped_average_of_the_landed_basel
         row = report(str(out), runs[2:], STUDY, done).splitlines()[1]
         assert row.split(None, 4)[4] == f"refused: {weights}: the shipped average of transformer {why}" + (
             " (a Git LFS pointer or a damaged copy?)" if "match" in why else "")
+
+
+@pytest.mark.unit
+def test_a_runs_files_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """train.done, each epoch's .machine/.cpu/.seconds, the warm start and
+    the evaluation's files are read while the run trains (--stage status)
+    and after a kill: a write that fails leaves the file as it was."""
+    from pathlib import Path
+
+    from fairseq_ctx.study.train import write_whole
+
+    path = tmp_path / "epoch-001.cpu"
+    write_whole(str(path), "12.5")
+    assert path.read_text() == "12.5"
+
+    def killed(self, target):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        write_whole(str(path), "99.0")
+    assert path.read_text() == "12.5" and sorted(p.name for p in tmp_path.iterdir()) == ["epoch-001.cpu"]
 
 
 @pytest.mark.unit

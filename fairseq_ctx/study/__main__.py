@@ -14,6 +14,11 @@ verdict per paper claim (fairseq_ctx/study/verdict.py), the two in
 docs/study.md, without touching anything either.  Results:
 ``benchmarks/study-bible-budget.json`` (one record per run) and figures in
 ``benchmarks/study-bible-budget/``.
+
+``--runs RUN@N ...`` repeats runs of the study at a budget of N updates
+(directories ``RUN-N``): the sensitivity check of the ranking, paired with
+the baselines at N and kept beside the study in a results file of its own,
+``benchmarks/study-bible-budget-N.json`` unless ``--results`` names one.
 """
 import argparse
 import json
@@ -30,6 +35,7 @@ from fairseq_ctx.study.train import (StudyError, history, is_trained, params_fro
 from fairseq_ctx.errors import ERROR_PREFIX  # every tool's (docs/errors.md)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RESULTS = os.path.join(REPO, "benchmarks", "study-bible-budget.json")
 
 
 def parse_args(argv=None):
@@ -37,10 +43,13 @@ def parse_args(argv=None):
     p.add_argument("--data", default=os.path.join(REPO, "data", "bible"),
                    help="Bible corpus from scripts/prepare-bible.sh (raw/, spm/ and bin/ inside)")
     p.add_argument("--out", default=os.path.join(REPO, "runs", "study"), help="checkpoints and logs")
-    p.add_argument("--results", default=os.path.join(REPO, "benchmarks", "study-bible-budget.json"),
-                   help="results JSON; figures go to the directory of the same name without .json")
+    p.add_argument("--results", help="results JSON; figures go to the directory of the same name without .json "
+                                      "(default: benchmarks/study-bible-budget.json; for runs at a budget of "
+                                      "their own, RUN@N, benchmarks/study-bible-budget-N.json)")
     p.add_argument("--runs", nargs="+", help="only these runs (default: all, in order): "
-                   + ", ".join(r.name for r in study_runs.RUNS))
+                   + ", ".join(r.name for r in study_runs.RUNS)
+                   + "; RUN@N: that run at a budget of N updates, apart from the study (its results file "
+                     "holds such runs only, of one budget)")
     p.add_argument("--stage", choices=["train", "evaluate", "all", "status", "table"], default="all",
                    help="status: print each run's state, updates and CPU minutes and the training left, read "
                         "from --out and --results (nothing is started, written or locked); table: print the per-family "
@@ -147,7 +156,7 @@ def base_record(opts, run) -> dict:
     hist = history(opts.out, run)
     rec = {"name": run.name, "family": family(run.name), "label": run.label, "arch": run.arch,
            "seed": run.seed, "flags": run.flags, "model_flags": run.model_flags,
-           "warm_start": run.warm_start, "control": run.control,
+           "warm_start": run.warm_start, "control": run.control, **({"rung_of": run.rung_of} if run.rung_of else {}),
            "params": params_from_logs(opts.out, run), "epochs": len(hist),
            "updates": hist[-1]["updates"] if hist else 0,
            "best_valid_loss": min(h["valid_loss"] for h in hist) if hist else None,
@@ -220,6 +229,46 @@ def fig_dir_of(opts) -> str:
     return path
 
 
+def runs_of_results(results: str, selected, previous_runs) -> list:
+    """The runs a results file holds: the study's, or runs at a budget of
+    their own (``RUN@N``) of one budget, never both, so that neither kind
+    is tabled, paired or summed up with the other.  For the latter: those
+    of ``selected`` and those the file holds already."""
+    rungs = [run for run in selected if run.rung_of]
+    held = [rec for rec in previous_runs.values() if rec.get("rung_of")]
+    if rungs and len(rungs) < len(selected):
+        raise StudyError(f"--runs: {', '.join(r.name for r in selected if not r.rung_of)} are the study's runs and "
+                         f"{', '.join(r.name for r in rungs)} runs at a budget of their own: evaluate them apart, "
+                         "each kind with a results file of its own")
+    if not rungs:
+        if held:
+            raise StudyError(f"--results {results}: it holds runs at a budget of their own "
+                             f"({', '.join(rec['name'] for rec in held)}), not the study's; the study's runs go to "
+                             f"{os.path.relpath(RESULTS)}")
+        return list(study_runs.RUNS)
+    if len({run.budget for run in rungs}) > 1:
+        raise StudyError(f"--runs: one budget per results file, not {', '.join(map(str, sorted({r.budget for r in rungs})))}"
+                         f" ({', '.join(run.name for run in rungs)}): evaluate each budget apart")
+    if len(held) < len(previous_runs):
+        raise StudyError(f"--results {results}: it holds the study's runs; runs at a budget of their own go to a "
+                         f"file of their own (by default {os.path.relpath(rung_results(rungs[0].budget))})")
+    names = {run.name for run in rungs}
+    others = [f"{rec['rung_of']}@{rec['name'][len(rec['rung_of']) + 1:]}" for rec in held if rec["name"] not in names]
+    universe = rungs + (study_runs.by_name(others) if others else [])
+    order = {run.name: i for i, run in enumerate(study_runs.RUNS)}   # the study's order, whatever --runs says
+    universe.sort(key=lambda run: order[run.rung_of])
+    budgets = sorted({run.budget for run in universe})
+    if len(budgets) > 1:
+        raise StudyError(f"--results {results}: one budget per results file, not {', '.join(map(str, budgets))} "
+                         f"({', '.join(run.name for run in universe)})")
+    return universe
+
+
+def rung_results(budget: int) -> str:
+    """Where runs at a budget of their own go unless ``--results`` says."""
+    return f"{os.path.splitext(RESULTS)[0]}-{budget}.json"
+
+
 def evaluate_all(opts, selected, bin_dir, user_dir):
     import logging
 
@@ -231,13 +280,15 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
 
     records, hyps = [], {}
     previous_extra, previous_runs = report.read(opts.results)
+    universe = runs_of_results(opts.results, selected, previous_runs)
+    settings = opts.settings.with_budget(universe[0].budget) if universe[0].rung_of else opts.settings
     # --runs chooses what is evaluated now; the results keep every run
     # evaluated before, rebuilt from its outputs where they are on this
     # machine, else carried over from the results file as it was (a fresh
     # machine has the committed JSON and translations but no checkpoints),
     # so evaluating one run never drops the others from the JSON, the paired
     # tests and the summary
-    for run in study_runs.RUNS:
+    for run in universe:
         evaluated = evaluate.is_evaluated(opts.out, run)
         if not (run in selected or evaluated or run.name in previous_runs):
             continue
@@ -258,11 +309,12 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
             echo(f"[study] {run.name}: evaluating")
             hyps[run.name] = evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir)
 
-    extra = {"setup": report.setup_record(opts.study_data, opts.settings)}
+    extra = {"setup": report.setup_record(opts.study_data, settings)}
     signature = report.pair_all(records, hyps, refs, previous_runs)
     extra["bootstrap_signature"] = signature or previous_extra.get("bootstrap_signature", "")
     extra["summary"] = report.summary(records)
     seed1 = [rec["name"] for rec in records if rec["seed"] == 1 and rec.get("bleu") is not None]
+    base1 = study_runs.baseline_of(1) + (f"-{settings.budget}" if universe[0].rung_of else "")
     hyps1 = {name: hyps[name] for name in seed1 if name in hyps}
     # BLEU by length: the seed-1 runs, all of them or (translations missing) as before
     if hyps1 and (len(hyps1) == len(seed1) or "bleu_by_length" not in previous_extra):
@@ -274,7 +326,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
         buckets["unit"] = "sentencepiece source tokens"
         extra["bleu_by_length"] = buckets
         plot_length_buckets(buckets, os.path.join(fig_dir, "bleu-by-length.png"),
-                            baseline="transformer" if "transformer" in hyps1 else None,
+                            baseline=base1 if base1 in hyps1 else None,
                             title="Bible es-en test: BLEU by source length (subword tokens)")
     elif "bleu_by_length" in previous_extra:
         extra["bleu_by_length"] = previous_extra["bleu_by_length"]
@@ -288,9 +340,12 @@ def main(argv=None):
     opts = parse_args(argv)
     from fairseq_ctx.study.report import landed
 
+    selected = study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
+    rung_budgets = sorted({run.budget for run in selected if run.rung_of})
+    if opts.results is None:
+        opts.results = rung_results(rung_budgets[0]) if len(rung_budgets) == 1 else RESULTS
     # what has landed: training skips it, status counts it (fairseq_ctx.study.train.to_train)
     opts.landed = landed(opts.results)
-    selected = study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
     if opts.stage == "status":
         from fairseq_ctx.study.status import report
 
@@ -308,7 +363,10 @@ def main(argv=None):
         from fairseq_ctx.study.verdict import markdown as verdicts
 
         records = list(records.values())
-        return echo(report.markdown_table(records, report.summary(records)) + "\n\n" + verdicts(records))
+        table = report.markdown_table(records, report.summary(records))
+        if any(rec.get("rung_of") for rec in records):  # the sensitivity check: the paper claims are the study's
+            return echo(table)
+        return echo(table + "\n\n" + verdicts(records))
     bin_dir = os.path.join(opts.data, "bin")
     for needed in (os.path.join(bin_dir, "dict.es.txt"), os.path.join(opts.data, "spm", "spm.model")):
         if not os.path.exists(needed):
@@ -337,6 +395,9 @@ def main(argv=None):
         except study_data.StudyDataError as e:
             raise StudyError(str(e)) from None
         bin_dir = study_data.bin_dir(opts.study_dir)
+        from fairseq_ctx.study.report import read
+
+        runs_of_results(opts.results, selected, read(opts.results)[1])  # before any training: the kinds never mix
         codes = []
         if opts.stage in ("train", "all"):
             if opts.jobs > 1:

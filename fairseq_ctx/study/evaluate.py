@@ -15,7 +15,8 @@ import time
 from typing import Dict, List, Optional
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import StudyError, children_cpu_seconds, history, read_done, run_dir, settings_of
+from fairseq_ctx.study.train import (StudyError, children_cpu_seconds, history, read_done, run_dir, settings_of,
+                                     write_whole)
 
 BEAM = 4
 GENERATE = ["--gen-subset", "test", "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
@@ -101,11 +102,8 @@ def decode(out: str, run: Run, bin_dir: str, user_dir: str, n_refs: int, setting
         _call(cmd, log, f"{run.name}: fairseq-generate")
         seconds, cpu = time.time() - start, children_cpu_seconds() - before
         hyps = read_generate_log(log, n_refs)
-        with open(hyp_path + ".part", "w", encoding="utf-8") as f:
-            f.writelines(h + "\n" for h in hyps)
-        os.replace(hyp_path + ".part", hyp_path)
-        with open(meta_path, "w") as f:
-            json.dump({"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1)}, f)
+        write_whole(meta_path, json.dumps({"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1)}))
+        write_whole(hyp_path, "".join(h + "\n" for h in hyps))
     with open(hyp_path, encoding="utf-8") as f:
         hyps = [line.rstrip("\n") for line in f]
     with open(meta_path) as f:
@@ -133,9 +131,7 @@ def validate(out: str, run: Run, bin_dir: str, user_dir: str, settings: Settings
             m = _VALIDATE_RE.search(f.read())
         if not m:
             raise StudyError(f"{run.name}: no validation summary in {log}")
-        with open(path + ".part", "w") as f:
-            json.dump({"valid_loss": float(m.group(1)), "valid_nll_loss": float(m.group(2))}, f)
-        os.replace(path + ".part", path)
+        write_whole(path, json.dumps({"valid_loss": float(m.group(1)), "valid_nll_loss": float(m.group(2))}))
     with open(path) as f:
         return json.load(f)
 
@@ -203,9 +199,7 @@ def gender_cues(out: str, run: Run, raw_dir: str) -> Dict:
         share.update(sensitive_tokens_all=report["summary"]["sensitive_tokens"],
                      top_attribution_equals_top_erasure=report["summary"]["top_attribution_equals_top_erasure"],
                      with_context_tokens=report["summary"]["with_context_tokens"], items_from=report["items_from"])
-        with open(path + ".part", "w") as f:
-            json.dump(share, f, indent=1)
-        os.replace(path + ".part", path)
+        write_whole(path, json.dumps(share, indent=1))
     with open(path) as f:
         return json.load(f)
 

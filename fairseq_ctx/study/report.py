@@ -20,21 +20,34 @@ def baselines_of(rec: Dict) -> List[str]:
     """The runs ``rec`` is paired with: its ``control`` alone where it names
     one (GRET trains on top of a finished baseline; its control trained on
     the same way), else the plain and the capacity-matched baseline of its
-    own seed (not itself)."""
+    own seed (not itself); for a run at a budget of its own (``rung_of``,
+    ``RUN@N``), those baselines at the same budget."""
     from fairseq_ctx.study.runs import baseline_of, wide_baseline_of
 
     if rec.get("control"):
         return [rec["control"]]
-    return [b for b in (baseline_of(rec["seed"]), wide_baseline_of(rec["seed"])) if b and b != rec["name"]]
+    study_name = rec.get("rung_of") or rec["name"]
+    bases = [b for b in (baseline_of(rec["seed"]), wide_baseline_of(rec["seed"])) if b and b != study_name]
+    return [f"{b}-{rec['budget']}" for b in bases] if rec.get("rung_of") else bases
+
+
+def _baseline_key(rec: Dict, base: str) -> str:
+    """Where ``rec["vs"]`` keeps the pairing with ``base``: the family of
+    the study's baseline (``transformer``, ``transformer-wide``), so that
+    a run at a budget of its own is tabled like the study's runs."""
+    if rec.get("rung_of"):
+        base = base[:-len(f"-{rec['budget']}")]
+    return family(base)
 
 
 def pair_all(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], previous: Dict[str, Dict]) -> str:
     """Paired bootstrap (sacreBLEU's, 1000 resamples) of every run against
     each run of :func:`baselines_of`: ``rec["vs"][family of the baseline] =
-    {"run", "delta_bleu", "p_value"}``.  A pair whose translations are not
-    both here keeps the result of ``previous`` (records by name) if it was
-    computed for the same run (same BLEU and updates).  Returns the
-    bootstrap's signature ("" when nothing was paired)."""
+    {"run", "delta_bleu", "p_value"}`` (:func:`_baseline_key`).  A pair
+    whose translations are not both here keeps the result of ``previous``
+    (records by name) if it was computed for the same run (same BLEU and
+    updates).  Returns the bootstrap's signature ("" when nothing was
+    paired)."""
     from fairseq_ctx.evaluation.bleu import paired_bootstrap
 
     signature = ""
@@ -45,12 +58,13 @@ def pair_all(records: List[Dict], hyps: Dict[str, List[str]], refs: List[str], p
         same = (prev.get("bleu"), prev.get("updates")) == (rec["bleu"], rec["updates"])
         vs = {}
         for base in baselines_of(rec):
+            key = _baseline_key(rec, base)
             if rec["name"] in hyps and base in hyps:
                 res, signature = paired_bootstrap(hyps[base], {rec["name"]: hyps[rec["name"]]}, refs)
-                vs[family(base)] = {"run": base, "delta_bleu": round(res[rec["name"]].delta, 2),
-                                    "p_value": round(res[rec["name"]].p_value, 4)}
-            elif same and family(base) in prev.get("vs", {}):
-                vs[family(base)] = prev["vs"][family(base)]
+                vs[key] = {"run": base, "delta_bleu": round(res[rec["name"]].delta, 2),
+                           "p_value": round(res[rec["name"]].p_value, 4)}
+            elif same and key in prev.get("vs", {}):
+                vs[key] = prev["vs"][key]
         rec["vs"] = vs
     return signature
 

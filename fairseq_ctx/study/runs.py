@@ -143,6 +143,9 @@ class Run:
     # it sees as many sentence pairs as the reference (both epochs cover the
     # whole training split once)
     budget_from: Optional[Tuple[str, str]] = None
+    # the study's run this one repeats at a budget of its own (``RUN@N``):
+    # paired with the baselines at that budget, in a results file of its own
+    rung_of: Optional[str] = None
 
     @property
     def task_flags(self) -> List[str]:
@@ -214,13 +217,19 @@ def by_name(names=None) -> List[Run]:
         m = re.fullmatch(r"(.+)@(\d+)", n)
         if m and m.group(1) in known and int(m.group(2)) > 0 and not known[m.group(1)].warm_start:
             budget = int(m.group(2))
-            known[n] = replace(known[m.group(1)], name=f"{m.group(1)}-{budget}", budget=budget,
-                               label=f"{known[m.group(1)].label}, {budget} updates")
+            known[n] = rung(known[m.group(1)], budget)
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"{ERROR_PREFIX}--runs: unknown run(s) {', '.join(unknown)}; "
                          f"known: {', '.join(known)}")
     return [known[n] for n in names]
+
+
+def rung(run: Run, budget: int) -> Run:
+    """``run`` at a budget of ``budget`` updates (``RUN@N``): its own
+    directory, ``RUN-N``; the sensitivity check of the study's ranking."""
+    return replace(run, name=f"{run.name}-{budget}", budget=budget, rung_of=run.name,
+                   label=f"{run.label}, {budget} updates")
 
 
 def baseline_of(seed: int) -> Optional[str]:

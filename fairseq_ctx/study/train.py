@@ -20,6 +20,17 @@ from typing import Dict, List, Optional, Tuple
 from fairseq_ctx.allocator import child_env  # every training entry point's children (jemalloc)
 from fairseq_ctx.study.runs import STUDY, Run, Settings
 
+
+def write_whole(path: str, text: str):
+    """Write ``path`` whole or not at all: a run's files are read while it
+    trains (``--stage status``, the other core's process) and after a kill,
+    and must never be seen half-written."""
+    from pathlib import Path
+
+    from fairseq_ctx_prep.files import write_text_atomic
+
+    write_text_atomic(Path(path), text)
+
 # fairseq's validation summary, e.g.
 # "| valid | epoch 003 | valid on 'valid' subset | loss 6.91 | nll_loss 5.6 | ... | num_updates 822 | ..."
 _VALID_RE = re.compile(r"\| valid \| epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+) \| nll_loss ([\d.]+)"
@@ -530,10 +541,7 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
                 record["warm_start_from"] = _repo_relative(warm_start_checkpoint(run, out, settings, landed))
             if machines(hist):
                 record["machines"] = machines(hist)
-            # whole or absent: a reader never sees it half-written
-            with open(done_marker(out, run) + ".part", "w") as f:
-                json.dump(record, f, indent=1)
-            os.replace(done_marker(out, run) + ".part", done_marker(out, run))
+            write_whole(done_marker(out, run), json.dumps(record, indent=1))
             echo(f"[study] {run.name}: trained, {reason}; {record['updates']} updates, best valid loss "
                  f"{record['best_valid_loss']:.3f}, {record['train_seconds'] / 60:.1f} CPU min")
             return True
@@ -550,13 +558,11 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
             # the start this run's later epochs and its record name, whatever lands meanwhile
             # (asked before the file is opened: an empty file would be read as the start)
             start_from = warm_start_checkpoint(run, out, settings, landed)
-            with open(recorded, "w") as f:
-                f.write(start_from + "\n")
+            write_whole(recorded, start_from + "\n")
         path = log_path(out, run, epoch)
         echo(f"[study] {run.name}: epoch {epoch}{'' if settings.device == 'cpu' else ' to the end'} (log {path})")
         if settings.device == "cpu":  # where this epoch trains (read with its log's result)
-            with open(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.machine"), "w") as f:
-                json.dump(machine(), f)
+            write_whole(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.machine"), json.dumps(machine()))
         start, before = time.time(), children_cpu_seconds()
         with open(path, "w") as log:
             try:
@@ -571,10 +577,8 @@ def _train_locked(run: Run, bin_dir: str, user_dir: str, out: str, echo, setting
         got = [h for h in history(out, run) if h["epoch"] == epoch]
         if not got:
             raise StudyError(f"{run.name}: epoch {epoch} ended without a validation result; see {path}")
-        with open(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.cpu"), "w") as f:
-            f.write(f"{cpu:.1f}")
-        with open(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.seconds"), "w") as f:
-            f.write(f"{time.time() - start:.1f}")
+        write_whole(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.cpu"), f"{cpu:.1f}")
+        write_whole(os.path.join(run_dir(out, run), "logs", f"epoch-{epoch:03d}.seconds"), f"{time.time() - start:.1f}")
         h = history(out, run)[-1]
         done = h["updates"] - (hist[-1]["updates"] if hist else 0)
         echo(f"[study] {run.name}: epoch {h['epoch']}: {h['updates']} updates, valid loss {h['valid_loss']:.3f}, "
