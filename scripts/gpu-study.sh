@@ -9,7 +9,9 @@
 # (default 90: the last evaluations and the results file), then stops the
 # runs still training (they resume with the same command on a machine that
 # keeps runs/study) and evaluates what finished. ARGS go to the study (e.g.
-# --runs ..., --device cpu --smoke for a rehearsal). JOBS defaults to 6.
+# --runs ..., --device cpu --smoke for a rehearsal; --runs transformer@8000
+# transformer_ctxenc@8000 for the sensitivity check, whose results go to
+# benchmarks/study-bible-budget-8000.json). JOBS defaults to 6.
 # With OUT set (the run tool's result folder), the results file, its
 # figures, translations and usage reports, and every run's train.done and
 # logs are copied there as they are when the script ends.
@@ -29,6 +31,13 @@ TRAIN_S=$(( DEADLINE > RESERVE ? DEADLINE - RESERVE : 1 ))
 DEVICE_ARGS=(--device cuda)
 for a in "$@"; do [ "$a" = "--device" ] && DEVICE_ARGS=(); done
 RESULTS=${STUDY_RESULTS:-benchmarks/study-bible-budget.json}
+# runs at a budget of their own (--runs RUN@N ...) go to a file of their own,
+# as the driver's default says (a mixed --runs is refused by the driver)
+if [ -z "${STUDY_RESULTS:-}" ]; then
+  for a in "$@"; do
+    if [[ "$a" =~ @([0-9]+)$ ]]; then RESULTS=benchmarks/study-bible-budget-${BASH_REMATCH[1]}.json; break; fi
+  done
+fi
 RUNS_DIR=${STUDY_OUT:-runs/study}
 
 python3 -m fairseq_ctx.study "${DEVICE_ARGS[@]}" --jobs "${JOBS:-6}" --deadline "$TRAIN_S" --stage all \

@@ -739,6 +739,7 @@ def test_runs_at_a_budget_of_their_own_are_paired_at_that_budget_in_a_file_of_th
            "their own (by default benchmarks/study-bible-budget-2.json)" in refused(study, "concat@2")
 
 
+@pytest.mark.unit
 def test_runs_at_a_budget_of_their_own_default_to_a_results_file_of_their_own(monkeypatch):
     from fairseq_ctx.study import __main__ as driver
 
@@ -752,6 +753,65 @@ def test_runs_at_a_budget_of_their_own_default_to_a_results_file_of_their_own(mo
     with pytest.raises(SystemExit):
         driver.main(["--runs", "transformer", "--stage", "status", "--out", "/nonexistent"])
     assert seen["results"] == str(REPO / "benchmarks" / "study-bible-budget.json")
+    # a --runs that mixes the kinds reads the study's file (training and evaluation refuse it)
+    seen.clear()
+    with pytest.raises(SystemExit):
+        driver.main(["--runs", "transformer", "transformer@8000", "--stage", "status", "--out", "/nonexistent"])
+    assert seen["results"] == str(REPO / "benchmarks" / "study-bible-budget.json")
+
+
+def test_the_gpu_study_script_sends_runs_at_a_budget_of_their_own_to_their_file():
+    """scripts/gpu-study.sh passes --results itself: for RUN@N runs, the
+    driver's default file of their own (here missing, so the table stage
+    names it)."""
+    env = {k: v for k, v in os.environ.items() if k != "STUDY_RESULTS"}
+    res = subprocess.run(["bash", "scripts/gpu-study.sh", "5", "--device", "cpu", "--runs", "transformer@8000",
+                          "transformer_ctxenc@8000", "--stage", "table"], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode != 0
+    assert "--results benchmarks/study-bible-budget-8000.json: no such file" in res.stderr, res.stderr[-2000:]
+
+
+@pytest.mark.unit
+def test_which_runs_a_results_file_holds_and_how_runs_at_a_budget_of_their_own_are_paired():
+    from fairseq_ctx.study.__main__ import runs_of_results
+    from fairseq_ctx.study.report import _baseline_key, baselines_of, family
+    from fairseq_ctx.study.runs import RUNS, by_name
+    from fairseq_ctx.study.train import StudyError
+
+    assert runs_of_results("s.json", by_name(["transformer", "concat"]), {}) == RUNS
+    # the rungs given, a name given twice once, the file's others rebuilt (one
+    # still training, without a budget), in the study's order
+    held = {"transformer_ctxenc-8000": {"name": "transformer_ctxenc-8000", "rung_of": "transformer_ctxenc",
+                                        "status": "training"}}
+    got = runs_of_results("r.json", by_name(["transformer_dc@8000", "transformer@8000", "transformer@8000"]), held)
+    assert [(r.name, r.rung_of, r.budget) for r in got] == [
+        ("transformer-8000", "transformer", 8000), ("transformer_ctxenc-8000", "transformer_ctxenc", 8000),
+        ("transformer_dc-8000", "transformer_dc", 8000)]
+    for runs, file, words in (
+            (["transformer", "transformer@8000"], {}, "--runs: transformer are the study's runs"),
+            (["transformer@8000", "concat@6000"], {}, "--runs: one budget per results file, not 6000, 8000"),
+            (["transformer"], held, "it holds runs at a budget of their own (transformer_ctxenc-8000)"),
+            (["transformer@4000"], held, "one budget per results file, not 4000, 8000"),
+            (["transformer@8000"], {"transformer": {"name": "transformer"}}, "it holds the study's runs")):
+        with pytest.raises(StudyError, match=re.escape(words)):
+            runs_of_results("r.json", by_name(runs), file)
+    for name, words in (("transformer_gret@8000", "starts from the study's baseline"),
+                        ("concat-equal-data@8000", "derived from other runs' epochs")):
+        with pytest.raises(SystemExit, match=re.escape(f"--runs {name}: ")):
+            by_name([name])
+        with pytest.raises(SystemExit, match=re.escape(words)):
+            by_name([name])
+
+    # paired with the baselines at its budget, kept under the study baseline's family
+    dc = {"name": "transformer_dc-seed2-8000", "rung_of": "transformer_dc-seed2", "seed": 2, "budget": 8000}
+    assert baselines_of(dc) == ["transformer-seed2-8000", "transformer-wide-seed2-8000"]
+    assert [_baseline_key(dc, b) for b in baselines_of(dc)] == ["transformer", "transformer-wide"]
+    wide = {"name": "transformer-wide-8000", "rung_of": "transformer-wide", "seed": 1, "budget": 8000}
+    assert baselines_of(wide) == ["transformer-8000"] and _baseline_key(wide, "transformer-8000") == "transformer"
+    # a rung's seeds are one family, apart from the study's
+    assert [family(n) for n in ("transformer_dc-seed2-8000", "transformer_dc-8000", "transformer_dc-seed2")] == \
+        ["transformer_dc-8000", "transformer_dc-8000", "transformer_dc"]
 
 
 def test_a_childs_cpu_time_is_measured(tmp_path):

@@ -234,9 +234,9 @@ def runs_of_results(results: str, selected, previous_runs) -> list:
     their own (``RUN@N``) of one budget, never both, so that neither kind
     is tabled, paired or summed up with the other.  For the latter: those
     of ``selected`` and those the file holds already."""
-    rungs = [run for run in selected if run.rung_of]
+    rungs = list({run.name: run for run in selected if run.rung_of}.values())   # a name given twice is one run
     held = [rec for rec in previous_runs.values() if rec.get("rung_of")]
-    if rungs and len(rungs) < len(selected):
+    if rungs and any(not run.rung_of for run in selected):
         raise StudyError(f"--runs: {', '.join(r.name for r in selected if not r.rung_of)} are the study's runs and "
                          f"{', '.join(r.name for r in rungs)} runs at a budget of their own: evaluate them apart, "
                          "each kind with a results file of its own")
@@ -341,9 +341,10 @@ def main(argv=None):
     from fairseq_ctx.study.report import landed
 
     selected = study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
-    rung_budgets = sorted({run.budget for run in selected if run.rung_of})
-    if opts.results is None:
-        opts.results = rung_results(rung_budgets[0]) if len(rung_budgets) == 1 else RESULTS
+    rung_budgets = {run.budget for run in selected if run.rung_of}
+    if opts.results is None:   # runs at a budget of their own, all of one budget: their file
+        only_rungs = len(rung_budgets) == 1 and all(run.rung_of for run in selected)
+        opts.results = rung_results(rung_budgets.pop()) if only_rungs else RESULTS
     # what has landed: training skips it, status counts it (fairseq_ctx.study.train.to_train)
     opts.landed = landed(opts.results)
     if opts.stage == "status":

@@ -12,8 +12,9 @@ ALPHA = 0.05  # a paired difference with a bootstrap p below this is called sign
 
 
 def family(name: str) -> str:
-    """A run's family: its name without ``-seedN`` (the seeds of one configuration)."""
-    return re.sub(r"-seed\d+$", "", name)
+    """A run's family: its name without ``-seedN`` (the seeds of one
+    configuration), before a budget of its own (``RUN-N`` of ``RUN@N``)."""
+    return re.sub(r"-seed\d+(?=(-\d+)?$)", "", name)
 
 
 def baselines_of(rec: Dict) -> List[str]:

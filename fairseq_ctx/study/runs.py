@@ -208,16 +208,23 @@ def pilot_run(budget: int) -> Run:
 def by_name(names=None) -> List[Run]:
     if not names:
         return list(RUNS)
-    known = {run.name: run for run in RUNS}
+    study = {run.name: run for run in RUNS}
+    known = dict(study)
     for n in names:
         m = re.fullmatch(r"pilot-(\d+)", n)
         if m and int(m.group(1)) > 0:
             known[n] = pilot_run(int(m.group(1)))
-        # RUN@N: that run at a budget of N updates (its own directory, RUN-N)
+        # RUN@N: that run at a budget of N updates (its own directory, RUN-N);
+        # not a warm start (its start is the study's baseline) nor a run
+        # whose budget is derived (concat-equal-data's)
         m = re.fullmatch(r"(.+)@(\d+)", n)
-        if m and m.group(1) in known and int(m.group(2)) > 0 and not known[m.group(1)].warm_start:
-            budget = int(m.group(2))
-            known[n] = rung(known[m.group(1)], budget)
+        if m and m.group(1) in study and int(m.group(2)) > 0:
+            base = study[m.group(1)]
+            if base.warm_start or base.budget_from:
+                raise SystemExit(f"{ERROR_PREFIX}--runs {n}: {base.name} cannot run at a budget of its own ("
+                                 + ("it starts from the study's baseline" if base.warm_start else
+                                    "its budget is derived from other runs' epochs") + ")")
+            known[n] = rung(base, int(m.group(2)))
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"{ERROR_PREFIX}--runs: unknown run(s) {', '.join(unknown)}; "
