@@ -2,9 +2,8 @@
 can it not tell?  The rules read the per-seed records of
 ``benchmarks/study-bible-budget.json`` and nothing else.  They were fixed on
 2026-11-28 after two of three seeds of the baselines, the context encoder
-and Enc-DC and one of CSAN, knowing those results (docs/study.md lists what
-the remaining seeds can still decide), and before any third seed of a
-context family.
+and Enc-DC and one of CSAN, knowing those results, and before any third
+seed of a context family.
 
 A claim is one of three kinds.
 
