@@ -12,6 +12,8 @@
 # --runs ..., --device cpu --smoke for a rehearsal; --runs transformer@8000
 # transformer_ctxenc@8000 for the sensitivity check, whose results go to
 # benchmarks/study-bible-budget-8000.json). JOBS defaults to 6.
+# STUDY_RESULTS names the results file (default: the driver's) and STUDY_OUT
+# the runs' directory (default runs/study).
 # With OUT set (the run tool's result folder), the results file, its
 # figures, translations and usage reports, and every run's train.done and
 # logs are copied there as they are when the script ends.
@@ -30,24 +32,25 @@ RESERVE=${EVAL_RESERVE_S:-90}
 TRAIN_S=$(( DEADLINE > RESERVE ? DEADLINE - RESERVE : 1 ))
 DEVICE_ARGS=(--device cuda)
 for a in "$@"; do [ "$a" = "--device" ] && DEVICE_ARGS=(); done
-RESULTS=${STUDY_RESULTS:-benchmarks/study-bible-budget.json}
-# runs at a budget of their own (--runs RUN@N ...) go to a file of their own,
-# as the driver's default says (a mixed --runs is refused by the driver)
-if [ -z "${STUDY_RESULTS:-}" ]; then
-  for a in "$@"; do
-    if [[ "$a" =~ @([0-9]+)$ ]]; then RESULTS=benchmarks/study-bible-budget-${BASH_REMATCH[1]}.json; break; fi
-  done
-fi
+# STUDY_RESULTS names the results file; without it the driver chooses (runs
+# at a budget of their own, --runs RUN@N ..., go to a file of their own) and
+# says which, by its own rule, for the copy to OUT below
+RESULTS_ARGS=()
+[ -n "${STUDY_RESULTS:-}" ] && RESULTS_ARGS=(--results "$STUDY_RESULTS")
+RESULTS=$(python3 -c 'import sys; from fairseq_ctx.study.__main__ import results_path; print(results_path(sys.argv[1:]))' \
+  "${RESULTS_ARGS[@]}" "$@" 2>/dev/null)
 RUNS_DIR=${STUDY_OUT:-runs/study}
 
 python3 -m fairseq_ctx.study "${DEVICE_ARGS[@]}" --jobs "${JOBS:-6}" --deadline "$TRAIN_S" --stage all \
-  --out "$RUNS_DIR" --results "$RESULTS" "$@"
+  --out "$RUNS_DIR" "${RESULTS_ARGS[@]}" "$@"
 code=$?
 
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT/study"
-  [ -f "$RESULTS" ] && cp "$RESULTS" "$OUT/study/"
-  [ -d "${RESULTS%.json}" ] && cp -r "${RESULTS%.json}" "$OUT/study/"
+  if [ -n "$RESULTS" ]; then
+    [ -f "$RESULTS" ] && cp "$RESULTS" "$OUT/study/"
+    [ -d "${RESULTS%.json}" ] && cp -r "${RESULTS%.json}" "$OUT/study/"
+  fi
   for run in "$RUNS_DIR"/*/; do
     [ -d "$run/logs" ] || continue
     name=$(basename "$run")

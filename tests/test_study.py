@@ -761,16 +761,24 @@ def test_runs_at_a_budget_of_their_own_default_to_a_results_file_of_their_own(mo
 
 
 def test_the_gpu_study_script_sends_runs_at_a_budget_of_their_own_to_their_file():
-    """scripts/gpu-study.sh passes --results itself: for RUN@N runs, the
-    driver's default file of their own (at a budget that has none, so the
-    table stage names it)."""
-    assert not (REPO / "benchmarks" / "study-bible-budget-1234.json").exists()
+    """scripts/gpu-study.sh without STUDY_RESULTS leaves the results file to
+    the driver: for RUN@N runs, their file of their own (at a budget that
+    has none, so the table stage names it); the path it collects for OUT is
+    the driver's, by the driver's rule."""
+    from fairseq_ctx.study.__main__ import results_path
+
+    rung_file = REPO / "benchmarks" / "study-bible-budget-1234.json"
+    assert not rung_file.exists()
     env = {k: v for k, v in os.environ.items() if k != "STUDY_RESULTS"}
     res = subprocess.run(["bash", "scripts/gpu-study.sh", "5", "--device", "cpu", "--runs", "transformer@1234",
                           "transformer_ctxenc@1234", "--stage", "table"], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=300)
     assert res.returncode != 0
-    assert "--results benchmarks/study-bible-budget-1234.json: no such file" in res.stderr, res.stderr[-2000:]
+    assert f"--results {rung_file}: no such file" in res.stderr, res.stderr[-2000:]
+    assert results_path(["--runs", "transformer@1234", "transformer_ctxenc@1234"]) == str(rung_file)
+    assert results_path(["--runs", "transformer", "concat"]) == str(REPO / "benchmarks" / "study-bible-budget.json")
+    assert results_path(["--runs", "transformer@1234", "--results", "x.json"]) == "x.json"
+    assert results_path(["--runs", "no-such-run"]) == ""   # the driver says why
 
 
 @pytest.mark.unit

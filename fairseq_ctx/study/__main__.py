@@ -269,6 +269,34 @@ def rung_results(budget: int) -> str:
     return f"{os.path.splitext(RESULTS)[0]}-{budget}.json"
 
 
+def selected_runs(opts) -> list:
+    """The runs a command names: ``--runs``, else the study's (the pilot's
+    ladder with ``--pilot``)."""
+    return study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
+
+
+def default_results(selected) -> str:
+    """``--results`` when the command does not give it: runs at a budget of
+    their own, all of one budget, go to their file; any other selection
+    (a mixed one is refused later, with the reason) to the study's."""
+    budgets = {run.budget for run in selected if run.rung_of}
+    if len(budgets) == 1 and all(run.rung_of for run in selected):
+        return rung_results(budgets.pop())
+    return RESULTS
+
+
+def results_path(argv) -> str:
+    """The results file the driver writes for these arguments, for scripts
+    that collect it afterwards (scripts/gpu-study.sh): the driver's own
+    rule, never a copy of it.  Empty when the arguments are wrong (the
+    driver then says why)."""
+    try:
+        opts = parse_args(argv)
+        return opts.results or default_results(selected_runs(opts))
+    except (SystemExit, StudyError):
+        return ""
+
+
 def evaluate_all(opts, selected, bin_dir, user_dir):
     import logging
 
@@ -340,11 +368,9 @@ def main(argv=None):
     opts = parse_args(argv)
     from fairseq_ctx.study.report import landed
 
-    selected = study_runs.by_name(opts.runs) if (opts.runs or not opts.pilot) else study_runs.pilot_ladder()
-    rung_budgets = {run.budget for run in selected if run.rung_of}
-    if opts.results is None:   # runs at a budget of their own, all of one budget: their file
-        only_rungs = len(rung_budgets) == 1 and all(run.rung_of for run in selected)
-        opts.results = rung_results(rung_budgets.pop()) if only_rungs else RESULTS
+    selected = selected_runs(opts)
+    if opts.results is None:
+        opts.results = default_results(selected)
     # what has landed: training skips it, status counts it (fairseq_ctx.study.train.to_train)
     opts.landed = landed(opts.results)
     if opts.stage == "status":
