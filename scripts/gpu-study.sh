@@ -12,8 +12,10 @@
 # --runs ..., --device cpu --smoke for a rehearsal; --runs transformer@8000
 # transformer_ctxenc@8000 for the sensitivity check, whose results go to
 # benchmarks/study-bible-budget-8000.json). JOBS defaults to 6.
-# STUDY_RESULTS names the results file (default: the driver's) and STUDY_OUT
-# the runs' directory (default runs/study).
+# STUDY_RESULTS names the results file (default: the driver's; a --results
+# in ARGS overrides both, and is the file copied to OUT; relative paths are
+# from the repository's root) and STUDY_OUT the runs' directory (default
+# runs/study).
 # With OUT set (the run tool's result folder), the results file, its
 # figures, translations and usage reports, and every run's train.done and
 # logs are copied there as they are when the script ends.
@@ -37,8 +39,9 @@ for a in "$@"; do [ "$a" = "--device" ] && DEVICE_ARGS=(); done
 # says which, by its own rule, for the copy to OUT below
 RESULTS_ARGS=()
 [ -n "${STUDY_RESULTS:-}" ] && RESULTS_ARGS=(--results "$STUDY_RESULTS")
-RESULTS=$(python3 -c 'import sys; from fairseq_ctx.study.__main__ import results_path; print(results_path(sys.argv[1:]))' \
-  "${RESULTS_ARGS[@]}" "$@" 2>/dev/null)
+PATHS=$(python3 -c 'import sys; from fairseq_ctx.study.__main__ import figures_dir, results_path
+r = results_path(sys.argv[1:]); print(r); print(figures_dir(r) if r else "")' "${RESULTS_ARGS[@]}" "$@")
+RESULTS=$(sed -n 1p <<< "$PATHS"); FIGURES=$(sed -n 2p <<< "$PATHS")
 RUNS_DIR=${STUDY_OUT:-runs/study}
 
 python3 -m fairseq_ctx.study "${DEVICE_ARGS[@]}" --jobs "${JOBS:-6}" --deadline "$TRAIN_S" --stage all \
@@ -47,10 +50,8 @@ code=$?
 
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT/study"
-  if [ -n "$RESULTS" ]; then
-    [ -f "$RESULTS" ] && cp "$RESULTS" "$OUT/study/"
-    [ -d "${RESULTS%.json}" ] && cp -r "${RESULTS%.json}" "$OUT/study/"
-  fi
+  [ -n "$RESULTS" ] && [ -f "$RESULTS" ] && cp "$RESULTS" "$OUT/study/"
+  [ -n "$FIGURES" ] && [ -d "$FIGURES" ] && cp -r "$FIGURES" "$OUT/study/"
   for run in "$RUNS_DIR"/*/; do
     [ -d "$run/logs" ] || continue
     name=$(basename "$run")

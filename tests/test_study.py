@@ -781,6 +781,25 @@ def test_the_gpu_study_script_sends_runs_at_a_budget_of_their_own_to_their_file(
     assert results_path(["--runs", "no-such-run"]) == ""   # the driver says why
 
 
+def test_the_gpu_study_script_copies_the_results_file_the_driver_wrote(tmp_path):
+    """With OUT set, scripts/gpu-study.sh copies the results file the driver
+    used, named by --results among its arguments (no STUDY_RESULTS), with
+    its figures directory, whatever the file's extension."""
+    results = tmp_path / "bench" / "check.results"
+    results.parent.mkdir()
+    shutil.copy(REPO / "benchmarks" / "study-bible-budget-8000.json", results)
+    (tmp_path / "bench" / "check").mkdir()
+    (tmp_path / "bench" / "check" / "figure.txt").write_text("kept\n")
+    env = dict({k: v for k, v in os.environ.items() if k != "STUDY_RESULTS"}, OUT=str(tmp_path / "out"),
+               STUDY_OUT=str(tmp_path / "runs"))
+    res = subprocess.run(["bash", "scripts/gpu-study.sh", "5", "--device", "cpu", "--stage", "table",
+                          "--results", str(results)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "| Transformer (baseline), 8000 updates | 1 |" in res.stdout and res.stderr == ""
+    assert (tmp_path / "out" / "study" / "check.results").read_bytes() == results.read_bytes()
+    assert (tmp_path / "out" / "study" / "check" / "figure.txt").read_text() == "kept\n"
+
+
 @pytest.mark.unit
 def test_which_runs_a_results_file_holds_and_how_runs_at_a_budget_of_their_own_are_paired():
     from fairseq_ctx.study.__main__ import runs_of_results

@@ -221,10 +221,14 @@ def read_refs(opts) -> list:
         return [line.rstrip("\n") for line in f]
 
 
+def figures_dir(results: str) -> str:
+    """Where the figures, kept translations and usage reports of a results
+    file go: its name without .json."""
+    return os.path.splitext(results)[0]
+
+
 def fig_dir_of(opts) -> str:
-    """Where the figures, kept translations and usage reports go: the
-    results file's name without .json."""
-    path = os.path.splitext(opts.results)[0]
+    path = figures_dir(opts.results)
     os.makedirs(path, exist_ok=True)
     return path
 
@@ -288,11 +292,15 @@ def default_results(selected) -> str:
 def results_path(argv) -> str:
     """The results file the driver writes for these arguments, for scripts
     that collect it afterwards (scripts/gpu-study.sh): the driver's own
-    rule, never a copy of it.  Empty when the arguments are wrong (the
-    driver then says why)."""
+    rule, never a copy of it.  Empty when the arguments are wrong (argparse's
+    usage, help and errors are held back: the driver itself says why)."""
+    import contextlib
+    import io
+
     try:
-        opts = parse_args(argv)
-        return opts.results or default_results(selected_runs(opts))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            opts = parse_args(argv)
+            return opts.results or default_results(selected_runs(opts))
     except (SystemExit, StudyError):
         return ""
 
