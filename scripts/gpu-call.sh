@@ -106,8 +106,10 @@ case "$STEP" in
     total=${ARGS[0]:-}
     [[ "$total" =~ ^[0-9]+$ ]] || die "gpu-call.sh study OUT DEADLINE_S: DEADLINE_S (seconds) is missing"
     remaining=$(( total - ($(date +%s) - START) ))
+    (( remaining >= 1 )) || remaining=1  # the install ate the deadline: gpu-study.sh stops at once and evaluates
     log "scripts/gpu-study.sh $remaining"
-    bash scripts/gpu-study.sh "$remaining" "${ARGS[@]:1}"
+    # OUT is this call's (the results, logs and figures are copied there), not the caller's environment's
+    OUT="$OUT" bash scripts/gpu-study.sh "$remaining" "${ARGS[@]:1}"
     code=$?
     ;;
 esac

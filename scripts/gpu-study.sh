@@ -9,9 +9,10 @@
 # (default 90: the last evaluations and the results file), then stops the
 # runs still training (they resume with the same command on a machine that
 # keeps runs/study) and evaluates what finished. ARGS go to the study (e.g.
-# --runs ..., --device cpu --smoke for a rehearsal; --runs transformer@8000
-# transformer_ctxenc@8000 for the sensitivity check, whose results go to
-# benchmarks/study-bible-budget-8000.json). JOBS defaults to 6.
+# --runs ..., --device cpu --smoke for a rehearsal; --runs transformer
+# transformer_dc --results benchmarks/gpu/study/study-gpu.json for the
+# GPU-against-CPU agreement check, fairseq_ctx/study/agreement.py). JOBS
+# defaults to 6.
 # STUDY_RESULTS names the results file (default: the driver's; a --results
 # in ARGS overrides both, and is the file copied to OUT; relative paths are
 # from the repository's root) and STUDY_OUT the runs' directory (default

@@ -644,9 +644,12 @@ def test_study_smoke_interrupt_resume(tmp_path):
     # (its first epoch's log is there, no train.done), and the results,
     # translations, usage reports and every run's train.done and logs are
     # copied to OUT
+    # (through scripts/gpu-call.sh's study step, which hands its OUT on)
     result_dir = tmp_path / "gpu-out"
     env = cli_process.env_with_python(dict(os.environ, OMP_NUM_THREADS="1", JOBS="1", EVAL_RESERVE_S="0",
-                                           OUT=str(result_dir), STUDY_OUT=str(out), STUDY_RESULTS=str(results)))
+                                           DATA_BIN=str(data / "bin"), STUDY_OUT=str(out),
+                                           STUDY_RESULTS=str(results)))
+    env.pop("OUT", None)
     # nor is it trained again there: it landed (its record is in the results)
     restored = _study(data, out, results, "--runs", "transformer", "concat", "--stage", "all")
     assert restored.returncode == 0, restored.stderr[-3000:]
@@ -654,8 +657,8 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert "transformer: epoch" not in restored.stdout and not (out / "transformer").exists()
     assert json.loads(results.read_text())["runs"] == before["runs"]
     start = time.time()
-    cut = subprocess.run(["bash", "scripts/gpu-study.sh", "1", "--device", "cpu", "--smoke", "--data", str(data),
-                          "--runs", "transformer", "concat", "transformer-wide"],
+    cut = subprocess.run(["bash", "scripts/gpu-call.sh", "study", str(result_dir), "1", "--device", "cpu", "--smoke",
+                          "--data", str(data), "--runs", "transformer", "concat", "transformer-wide"],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert cut.returncode == 0, cut.stdout[-3000:] + cut.stderr[-3000:]
     assert "[study] deadline: transformer-wide: stopped at the deadline" in cut.stdout
@@ -678,6 +681,17 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert (result_dir / "study" / "study" / "usage" / "concat.json").exists()
     assert json.loads((result_dir / "study" / "runs" / "concat" / "train.done").read_text())["budget"] == SMOKE.budget
     assert (result_dir / "study" / "runs" / "transformer-wide" / "logs" / "epoch-001.log").exists()
+    # what came back is compared with the landed records (fairseq_ctx/study/agreement.py): concat
+    # trained here is its landed record, epoch for epoch; one seed leaves no spread to judge by
+    agree = subprocess.run([sys.executable, "-m", "fairseq_ctx.study.agreement", "--out",
+                            str(result_dir / "study" / "runs"), "--landed", str(results),
+                            "--here", str(result_dir / "study" / results.name), "--json", str(tmp_path / "a.json")],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert agree.returncode == 0, agree.stderr[-3000:]
+    (same,) = json.loads((tmp_path / "a.json").read_text())["runs"]
+    assert same["name"] == "concat" and [e["difference"] for e in same["epochs"]] == [0.0, 0.0]
+    assert same["bleu_difference"] == 0 and same["device_here"] == "cpu" and same["agrees"] is None
+    assert agree.stdout.splitlines() == [same["reading"]]
     # and --stage status says so
     status = _study(data, out, results, "--runs", "transformer", "concat", "transformer-wide", "--stage", "status")
     assert status.returncode == 0, status.stderr[-3000:]
@@ -1318,7 +1332,7 @@ def test_a_landed_run_is_not_trained_again_unless_a_warm_start_needs_it(tmp_path
     status = capsys.readouterr().out.splitlines()
     assert status[1].split(None, 4)[1:] == ["4000/4000", "4000", "20.0",
                                             "landed (its record is in the results; not on this machine)"]
-    assert status[2:] == ["1 of 1 runs trained (1 evaluated; 1 landed earlier, not on this machine), "
+    assert status[2:] == ["1 of 1 run trained (1 evaluated; 1 landed earlier, not on this machine), "
                           "0 training now"]
 
     # training: what the driver trains, in order, and the comparison of the
@@ -1358,7 +1372,7 @@ def test_a_landed_run_is_not_trained_again_unless_a_warm_start_needs_it(tmp_path
     driver.main(["--out", str(out), "--results", str(results), "--stage", "status", "--runs", "transformer"])
     status = capsys.readouterr().out.splitlines()
     assert status[1].split(None, 4)[4] == "trained again for a warm start (its landed record is kept)"
-    assert status[2] == "1 of 1 runs trained (1 evaluated), 0 training now"
+    assert status[2] == "1 of 1 run trained (1 evaluated), 0 training now"
     assert compare_with_landed(history(str(out), by_name(["transformer"])[0]), rec("transformer", epochs=(
         (263, 7.5), (526, 6.25)))) == ("differs from its landed record from epoch 2 on (valid loss 6.2 at 526 "
                                        "updates, landed 6.25 at 526)")

@@ -206,7 +206,7 @@ def report(out: str, runs: Sequence[Run], settings: Settings, landed: Optional[D
     trained = sum(r.get("landed", False) or r["state"] in ("evaluated", "trained") for r in rows)
     evaluated = sum(r.get("landed", False) or r["state"] == "evaluated" for r in rows)
     training = sum(r["state"].startswith("training") for r in rows)
-    lines.append(f"{trained} of {len(rows)} runs trained ({evaluated} evaluated"
+    lines.append(f"{trained} of {len(rows)} run{'s' * (len(rows) != 1)} trained ({evaluated} evaluated"
                  + (f"; {away} landed earlier, not on this machine" if away else "")
                  + f"), {training} training now")
     left, unknown = remaining_cpu_seconds(rows, runs)

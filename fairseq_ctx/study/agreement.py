@@ -1,0 +1,190 @@
+"""Whether a study run trained again elsewhere agrees with its landed record
+within seed noise: ``python3 -m fairseq_ctx.study.agreement``.
+
+    python3 -m fairseq_ctx.study.agreement --out benchmarks/gpu/study/runs \\
+        --here benchmarks/gpu/study/study-gpu.json --json benchmarks/gpu/study-agreement.json
+
+Runs trained on other hardware are pooled with the landed ones only after
+one run trained on both agrees within seed noise (docs/study.md): vector
+kernels round differently on another CPU or on a GPU, so a run does not
+repeat bit for bit, and what matters is whether the hardware moves it more
+than a seed does.  For each run trained again (its epoch logs under
+``--out``, as the study writes them and as a GPU call copies them to
+``OUT/study/runs``):
+
+* per finished epoch, its validation loss against the landed record's, beside
+  the validation losses of the family's landed seeds at the same epoch
+  (their sample standard deviation and range);
+* where it was evaluated (its record in ``--here``), its BLEU against the
+  landed record's, beside the 95% prediction interval of one more seed from
+  the family's landed seeds (mean ± t(0.975, n-1) · sd · sqrt(1 + 1/n)).
+
+It agrees when its mean absolute validation-loss difference over the epochs
+compared is at most the seeds' mean standard deviation at those epochs (a
+machine moves it less than a seed does), and, where it was evaluated, its
+BLEU lies in that prediction interval (it could be one more seed of its
+family).  With fewer than two landed seeds there is no spread to compare
+with, and no verdict.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import statistics
+import sys
+from typing import Dict, List, Optional
+
+from fairseq_ctx.errors import ERROR_PREFIX
+from fairseq_ctx.study.report import family
+from fairseq_ctx.study.train import StudyError, code_commit, history, machines
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LANDED = os.path.join(REPO, "benchmarks", "study-bible-budget.json")
+
+# two-sided 95% quantiles of Student's t by degrees of freedom (the study has
+# three seeds a family; scipy is not a dependency)
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+
+def seeds_of(name: str, landed: Dict[str, Dict]) -> List[Dict]:
+    """The landed records of ``name``'s family at its budget, in the results'
+    order (the family's seeds, ``name`` itself among them)."""
+    budget = landed[name].get("budget")
+    return [rec for rec in landed.values() if family(rec["name"]) == family(name) and rec.get("budget") == budget]
+
+
+def prediction_interval(values: List[float]) -> Optional[List[float]]:
+    """The 95% prediction interval of one more draw from ``values``' normal
+    population (None under two values or beyond the t table)."""
+    n = len(values)
+    if n < 2 or n - 1 not in _T975:
+        return None
+    half = _T975[n - 1] * statistics.stdev(values) * math.sqrt(1 + 1 / n)
+    mean = statistics.fmean(values)
+    return [round(mean - half, 2), round(mean + half, 2)]
+
+
+def compare(name: str, hist: List[Dict], landed: Dict[str, Dict], here: Optional[Dict] = None) -> Dict:
+    """One run trained again (``hist``: its :func:`history`; ``here``: its
+    record where it was evaluated) against its landed record and seeds."""
+    land, seeds = landed[name], seeds_of(name, landed)
+    if here is not None and here.get("budget") not in (None, land.get("budget")):
+        raise StudyError(f"{name}: trained here to a budget of {here['budget']} updates, landed at "
+                         f"{land.get('budget')}: not the same run")
+    rows, wall = [], 0.0
+    for h in hist:
+        if h["epoch"] > len(land.get("history", [])):
+            break  # trained past its landed record: nothing to compare with
+        theirs = land["history"][h["epoch"] - 1]
+        if h["updates"] != theirs["updates"]:  # another batching or budget: epochs are not the same work
+            raise StudyError(f"{name}: epoch {h['epoch']} ended at {h['updates']} updates here, at "
+                             f"{theirs['updates']} in its landed record: not the same recipe")
+        at = [rec["history"][h["epoch"] - 1]["valid_loss"] for rec in seeds
+              if len(rec.get("history", [])) >= h["epoch"]]
+        # an epoch's times are kept under the last epoch its fairseq process
+        # finished (on a GPU one process trains the whole run): the time per
+        # update is known at those epochs only
+        wall += h.get("seconds", 0.0)
+        timed = "cpu" in h or "seconds" in h
+        rows.append({"epoch": h["epoch"], "updates": h["updates"], "valid_loss_here": h["valid_loss"],
+                     "valid_loss_landed": theirs["valid_loss"],
+                     "difference": round(h["valid_loss"] - theirs["valid_loss"], 3),
+                     "seeds_valid_loss": at, "seeds_sd": round(statistics.stdev(at), 4) if len(at) > 1 else None,
+                     "seeds_range": round(max(at) - min(at), 3),
+                     "cpu_seconds_per_update_here": round(h["train_seconds"] / h["updates"], 3) if timed else None,
+                     "seconds_per_update_here": round(wall / h["updates"], 3) if "seconds" in h else None})
+    # where it trained: its record says once it finished (--here); the CPU of each epoch is in its logs
+    out = {"name": name, "device_here": (here or {}).get("device"), "precision_here": (here or {}).get("precision"),
+           "machines_here": machines(hist), "landed_device": land.get("device"),
+           "landed_precision": land.get("precision"), "landed_train_minutes": land.get("train_minutes"),
+           "landed_commit": land.get("commit"), "seeds": [rec["name"] for rec in seeds], "epochs": rows}
+    if not rows:
+        return dict(out, agrees=None, reading=f"{name}: no finished epoch to compare")
+    diffs = [abs(r["difference"]) for r in rows]
+    sds = [r["seeds_sd"] for r in rows]
+    out.update(max_abs_difference=max(diffs), mean_abs_difference=round(statistics.fmean(diffs), 4),
+               mean_seeds_sd=round(statistics.fmean(sds), 4) if None not in sds else None)
+    checks, reading = [], [f"{name}: {len(rows)} epoch{'s' * (len(rows) != 1)}, validation loss {out['mean_abs_difference']:.4f} from its "
+                           f"landed record on average (at most {out['max_abs_difference']:.3f})"]
+    if out["mean_seeds_sd"] is None:
+        reading.append("fewer than two landed seeds: no seed spread to compare with")
+    else:
+        checks.append(out["mean_abs_difference"] <= out["mean_seeds_sd"])
+        reading.append(f"the seeds' standard deviation {out['mean_seeds_sd']:.4f}")
+    if here is not None and here.get("bleu") is not None and land.get("bleu") is not None:
+        values = [rec["bleu"] for rec in seeds if rec.get("bleu") is not None]
+        interval = prediction_interval(values)
+        out.update(bleu_here=here["bleu"], bleu_landed=land["bleu"], bleu_difference=round(here["bleu"] - land["bleu"], 2),
+                   seeds_bleu=values, seeds_bleu_interval=interval)
+        reading.append(f"BLEU {here['bleu']:.2f} against {land['bleu']:.2f} landed"
+                       + (f", one more seed's 95% interval {interval[0]:.2f} to {interval[1]:.2f}" if interval else ""))
+        if interval is not None:
+            checks.append(interval[0] <= here["bleu"] <= interval[1])
+    out["agrees"] = all(checks) if checks else None
+    verdict = {True: "agrees within seed noise", False: "does NOT agree within seed noise", None: "no verdict"}
+    out["reading"] = "; ".join(reading) + f": {verdict[out['agrees']]}"
+    return out
+
+
+def run_of(rec: Dict):
+    """The study's run a landed record is of (``RUN@N`` for a run at a
+    budget of its own, whose directory is ``RUN-N``)."""
+    from fairseq_ctx.study.runs import by_name
+
+    return by_name([f"{rec['rung_of']}@{rec['budget']}" if rec.get("rung_of") else rec["name"]])[0]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m fairseq_ctx.study.agreement", description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True, help="the runs trained again: RUN/logs/epoch-NNN.log under it (the study's "
+                                                "--out, or a GPU call's OUT/study/runs)")
+    p.add_argument("--runs", nargs="+", help="these runs (default: every run under --out that has landed)")
+    p.add_argument("--landed", default=LANDED, help="results with the landed records and their seeds "
+                                                    "(default: benchmarks/study-bible-budget.json)")
+    p.add_argument("--here", help="results of the runs trained again, for their BLEU, device and precision "
+                                  "(the GPU study call's results file)")
+    p.add_argument("--json", help="write the comparison here")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    from fairseq_ctx.study.report import landed as read_landed, read
+
+    opts = parse_args(argv)
+    for flag, path in (("--out", opts.out), ("--landed", opts.landed), ("--here", opts.here)):
+        if path and not os.path.exists(path):
+            sys.exit(f"{ERROR_PREFIX}{flag} {path}: no such file or directory")
+    landed = read_landed(opts.landed)
+    here = read(opts.here)[1] if opts.here else {}
+    names = opts.runs or sorted(n for n in os.listdir(opts.out) if n in landed)
+    if not names:
+        sys.exit(f"{ERROR_PREFIX}--out {opts.out}: no run there has a landed record in {opts.landed}")
+    missing = [n for n in names if n not in landed]
+    if missing:
+        sys.exit(f"{ERROR_PREFIX}--runs {' '.join(missing)}: no landed record in {opts.landed} to compare with")
+    absent = [n for n in names if not os.path.isdir(os.path.join(opts.out, n, "logs"))]
+    if absent:
+        sys.exit(f"{ERROR_PREFIX}--out {opts.out}: no logs of {' '.join(absent)} there ({'/'.join([opts.out, absent[0]])}"
+                 "/logs/epoch-NNN.log)")
+    try:
+        compared = [compare(n, history(opts.out, run_of(landed[n])), landed, here.get(n)) for n in names]
+    except StudyError as e:
+        sys.exit(f"{ERROR_PREFIX}{e}")
+    for rec in compared:
+        print(rec["reading"])
+    if opts.json:
+        record = {"what": "study runs trained again, per finished epoch against their landed records and the "
+                          "family's landed seeds (fairseq_ctx/study/agreement.py)",
+                  "date": datetime.date.today().isoformat(), "commit": code_commit(),
+                  "landed": os.path.relpath(opts.landed, REPO) if opts.landed.startswith(REPO) else opts.landed,
+                  "runs": compared}
+        os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
+        with open(opts.json, "w") as f:
+            json.dump(record, f, indent=1)
+            f.write("\n")
+    return compared
+
+
+if __name__ == "__main__":
+    main()
