@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from fairseq_ctx.study.agreement import _T975, compare, main, prediction_interval, run_of
+from fairseq_ctx.study.agreement import _T975, compare, main, prediction_interval
+from fairseq_ctx.study.runs import run_of
 from fairseq_ctx.study.train import StudyError, history
 from tests.utils import REPO
 

@@ -257,8 +257,7 @@ def runs_of_results(results: str, selected, previous_runs) -> list:
         raise StudyError(f"--results {results}: it holds the study's runs; runs at a budget of their own go to a "
                          f"file of their own (by default {os.path.relpath(rung_results(rungs[0].budget))})")
     names = {run.name for run in rungs}
-    others = [f"{rec['rung_of']}@{rec['name'][len(rec['rung_of']) + 1:]}" for rec in held if rec["name"] not in names]
-    universe = rungs + (study_runs.by_name(others) if others else [])
+    universe = rungs + [study_runs.run_of(rec) for rec in held if rec["name"] not in names]
     order = {run.name: i for i, run in enumerate(study_runs.RUNS)}   # the study's order, whatever --runs says
     universe.sort(key=lambda run: order[run.rung_of])
     budgets = sorted({run.budget for run in universe})

@@ -37,6 +37,7 @@ from typing import Dict, List, Optional
 
 from fairseq_ctx.errors import ERROR_PREFIX
 from fairseq_ctx.study.report import family
+from fairseq_ctx.study.runs import run_of
 from fairseq_ctx.study.train import StudyError, code_commit, history, machines
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -125,14 +126,6 @@ def compare(name: str, hist: List[Dict], landed: Dict[str, Dict], here: Optional
     verdict = {True: "agrees within seed noise", False: "does NOT agree within seed noise", None: "no verdict"}
     out["reading"] = "; ".join(reading) + f": {verdict[out['agrees']]}"
     return out
-
-
-def run_of(rec: Dict):
-    """The study's run a landed record is of (``RUN@N`` for a run at a
-    budget of its own, whose directory is ``RUN-N``)."""
-    from fairseq_ctx.study.runs import by_name
-
-    return by_name([f"{rec['rung_of']}@{rec['budget']}" if rec.get("rung_of") else rec["name"]])[0]
 
 
 def parse_args(argv=None):

@@ -38,7 +38,7 @@ baseline's weights, and paired comparisons decode the same data.
 """
 import re
 from dataclasses import dataclass, field, replace
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from fairseq_ctx.errors import ERROR_PREFIX  # every tool's (docs/errors.md)
 
@@ -237,6 +237,15 @@ def rung(run: Run, budget: int) -> Run:
     directory, ``RUN-N``; the sensitivity check of the study's ranking."""
     return replace(run, name=f"{run.name}-{budget}", budget=budget, rung_of=run.name,
                    label=f"{run.label}, {budget} updates")
+
+
+def run_of(rec: Dict) -> Run:
+    """The run a results record is of: the study's run of its name, or for
+    a run at a budget of its own (``rung_of``) ``RUN@N`` again, N read from
+    its name ``RUN-N`` (a record not trained yet has no budget)."""
+    if rec.get("rung_of"):
+        return by_name([f"{rec['rung_of']}@{rec['name'][len(rec['rung_of']) + 1:]}"])[0]
+    return by_name([rec["name"]])[0]
 
 
 def baseline_of(seed: int) -> Optional[str]:
