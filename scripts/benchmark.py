@@ -568,6 +568,11 @@ FLOP_KEYS = ("train_flops_tok", "decode_flops_tok", "full_decode_flops_tok", "do
 SAME_WORK = ("batches_sha1", "timed_train_tokens", "decoded_sentences", "decoded_tokens", "full_decode_tokens")
 
 
+class ChildFailed(Exception):
+    """A measurement's process failed (its message names the variant and
+    ends with the child's stderr)."""
+
+
 def run_child(opts, label, arch, flags, first=None):
     """One measurement in a fresh process. ``first``: the variant's first
     round, whose FLOP counts this round takes after checking that it ran the
@@ -590,13 +595,14 @@ def run_child(opts, label, arch, flags, first=None):
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCHMARK_JSON ")]
     if proc.returncode != 0 or not lines:
-        sys.exit(f"benchmark: variant {label} ({arch} {' '.join(flags)}) failed:\n{proc.stderr[-3000:]}")
+        raise ChildFailed(f"benchmark: variant {label} ({arch} {' '.join(flags)}) failed (exit {proc.returncode}):\n"
+                          f"{proc.stderr[-3000:]}")
     result = json.loads(lines[-1][len("BENCHMARK_JSON "):])
     if first is not None:
         differ = [k for k in SAME_WORK if result.get(k) != first.get(k)]
         if differ:
-            sys.exit(f"benchmark: variant {label} ran other batches than in its first round ({', '.join(differ)} "
-                     "differ), so the first round's FLOP counts do not apply")
+            raise ChildFailed(f"benchmark: variant {label} ran other batches than in its first round "
+                              f"({', '.join(differ)} differ), so the first round's FLOP counts do not apply")
         result.update({k: first[k] for k in FLOP_KEYS if k in first})
     return result
 
@@ -610,15 +616,17 @@ def write_json_atomically(path, doc):
     os.replace(tmp, path)
 
 
-def write_piece(pieces, run_id, round_, label, arch, flags, result, settings, seconds):
+def write_piece(pieces, run_id, round_, label, arch, flags, result, settings, seconds, failed=None):
     """One child's result as its own JSON file in ``pieces``, the moment the
     child has finished: a call killed later keeps it (``seconds``: the
-    child's wall time, start-up included, for sizing calls)."""
+    child's wall time, start-up included, for sizing calls).  A child that
+    failed leaves ``failed`` (its message) instead of a result."""
     os.makedirs(pieces, exist_ok=True)
     name = f"{settings['precision']}-{run_id}-r{round_ + 1}-{label}.json"
     write_json_atomically(os.path.join(pieces, name), {
         "run_id": run_id, "round": round_, "label": label, "arch": arch, "flags": flags,
-        "settings": settings, "seconds": round(seconds, 1), "result": result})
+        "settings": settings, "seconds": round(seconds, 1),
+        **({"failed": failed} if failed is not None else {"result": result})})
 
 
 def aggregate(runs):
@@ -656,6 +664,10 @@ def collect_pieces(pieces):
             continue
         with open(os.path.join(pieces, name)) as f:
             piece = json.load(f)
+        if "run_id" not in piece:
+            raise ValueError(f"{name} is not a piece (no run_id)")
+        if "failed" in piece:  # its variant has one round less than the baseline: left out below
+            continue
         by_run.setdefault(piece["run_id"], []).append(piece)
     out = []
     for run_id, found in sorted(by_run.items()):
@@ -781,7 +793,7 @@ def main():
     runs = {label: [] for label, _, _ in variants}
     run_id = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     settings = {k: v for k, v in vars(opts).items() if k not in ("child", "arch", "flags")}
-    started, longest, not_run = time.monotonic(), 0.0, []
+    started, longest, not_run, failed = time.monotonic(), 0.0, [], []
     for round_ in range(opts.repeats):
         for label, arch, flags in variants:
             elapsed = time.monotonic() - started
@@ -790,7 +802,18 @@ def main():
                 continue
             print(f"[round {round_ + 1}/{opts.repeats}] {label} ...", file=sys.stderr, flush=True)
             t = time.monotonic()
-            runs[label].append(run_child(opts, label, arch, flags, first=runs[label][0] if round_ else None))
+            try:
+                runs[label].append(run_child(opts, label, arch, flags,
+                                             first=runs[label][0] if round_ and runs[label] else None))
+            except ChildFailed as e:
+                # with pieces (a GPU call) one variant's crash must not cost the others their turn
+                if not opts.pieces or label == "transformer":
+                    sys.exit(str(e))
+                print(e, file=sys.stderr, flush=True)
+                failed.append(f"{label} (round {round_ + 1})")
+                write_piece(opts.pieces, run_id, round_, label, arch, flags, None, settings,
+                            time.monotonic() - t, failed=str(e)[-3000:])
+                continue
             took = time.monotonic() - t
             longest = max(longest, took)
             if opts.pieces:
@@ -832,9 +855,12 @@ def main():
                   f"{res['doc_order_max_score_diff']:.1e}")
     if opts.json:
         with open(opts.json, "w") as f:
-            json.dump({"settings": settings, "results": results, "runs": runs, "not_run": not_run}, f, indent=2)
+            json.dump({"settings": settings, "results": results, "runs": runs, "not_run": not_run,
+                       "failed": failed}, f, indent=2)
         print(f"\nwrote {opts.json}")
     print("\n" + markdown_table({"settings": vars(opts), "results": results}), end="")
+    if failed:
+        sys.exit(f"benchmark: failed (their pieces hold the error): {', '.join(failed)}")
 
 
 if __name__ == "__main__":

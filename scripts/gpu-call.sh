@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
 # One call of the GPU runbook (docs/distributed-and-precision.md, "On a GPU"):
 # a GPU machine lent one command of at most 8 minutes at a time. Every step
-# writes its results under OUT piece by piece (one JSON per cell, test or
-# benchmark child, written the moment it is done), so a call killed at its
-# time limit keeps everything finished before it.
+# writes its results piece by piece (one JSON per cell, test or benchmark
+# child, written the moment it is done) into a work directory, and the work
+# directory is packed into OUT/results.tgz every GPU_CALL_SNAPSHOT_S seconds
+# (default 20) and once more at the end: the GPU tool returns at most 8 files
+# from OUT, so a call killed at its time limit returns everything finished up
+# to its last snapshot in one archive, laid out as benchmarks/gpu/
+# (diagnosis/, tests/, bench/CALL/, study/, logs/; checkpoints left out):
+#
+#   tar xzf results.tgz -C benchmarks/gpu
+#
+# OUT itself holds results.tgz, call.log and (on a GPU) machine.txt.
 #
 #   bash scripts/gpu-call.sh STEP OUT [ARGS...]
 #
 #   diagnose  install, then scripts/speed_diagnosis.py for at most 120 s
 #             (ARGS go to it; cells already in benchmarks/gpu/diagnosis/ are
 #             skipped)
-#   tests     install, then pytest -m gpu with one JSON per test in OUT/tests
+#   tests     install, then pytest -m gpu with one JSON per test in tests/
 #             (tests passed in an earlier call, their JSON carried back into
 #             benchmarks/gpu/tests/, are deselected); ARGS go to pytest
 #   bench     install, then scripts/benchmark.py at Base size with GPU-sized
-#             but short work, one JSON per child in OUT/bench; ARGS pick the
+#             but short work, one JSON per child in bench/CALL/; ARGS pick the
 #             precision and the variants (--precision bf16 --variants ctxsan dc)
 #   study     install, then scripts/gpu-study.sh with the seconds left of ARGS[0]
 #
@@ -23,7 +31,9 @@
 # previous call on the same machine left it working. With --device cpu among
 # ARGS (diagnose, bench) nothing is installed: a rehearsal on this machine's
 # own environment. DATA_BIN overrides data/bible/bin; GPU_CALL_BUDGET_S (default
-# 450) is the call's time in seconds, from which each step's deadline is cut.
+# 450) is the call's time in seconds, from which each step's deadline is cut;
+# GPU_CALL_WORK (default /tmp/gpu-call-work) is the work directory, kept
+# between calls on a warm machine, so that a second call goes on from it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 STEP=${1:-}
@@ -34,11 +44,29 @@ case "$STEP" in diagnose|tests|bench|study) ;; *) die "gpu-call.sh STEP OUT [ARG
 shift 2
 ARGS=("$@")
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 START=$(date +%s)
 BUDGET=${GPU_CALL_BUDGET_S:-450}
 DATA=${DATA_BIN:-data/bible/bin}
+WORK=${GPU_CALL_WORK:-/tmp/gpu-call-work}
+CALL=$(date -u +%Y%m%dT%H%M%SZ)-$STEP
+mkdir -p "$WORK/logs"
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
-log() { echo "[gpu-call $STEP +$(( $(date +%s) - START ))s] $*" | tee -a "$OUT/call.log"; }
+log() { echo "[gpu-call $STEP +$(( $(date +%s) - START ))s] $*" | tee -a "$OUT/call.log" "$WORK/logs/$CALL.call.log"; }
+
+# the archive: written beside and renamed over, so OUT/results.tgz is always whole;
+# pieces' temporary files (NAME.tmpPID) and checkpoints stay out
+snapshot() {
+  local part="$OUT/.results.tgz.$BASHPID.part"
+  tar czf "$part" --exclude='*.pt' --exclude='*.tmp[0-9]*' -C "$WORK" . 2>/dev/null \
+    && mv -f "$part" "$OUT/results.tgz" || rm -f "$part"
+}
+rm -f "$WORK/.stop"
+( while [ ! -e "$WORK/.stop" ]; do sleep "${GPU_CALL_SNAPSHOT_S:-20}"; [ -e "$WORK/.stop" ] || snapshot; done ) &
+SNAPPER=$!
+# the last snapshot after the snapshotter's own, so that the final state wins
+finish() { touch "$WORK/.stop"; kill "$SNAPPER" 2> /dev/null; wait "$SNAPPER" 2> /dev/null; snapshot; }
+trap finish EXIT
 
 DEVICE=cuda
 for ((i = 0; i < ${#ARGS[@]}; i++)); do
@@ -52,12 +80,14 @@ if [ "$DEVICE" = cuda ]; then
   if python3 -c "import fairseq, fairseq_ctx, fairseq_ctx.models" > /dev/null 2>&1; then
     log "fairseq and the project import: install skipped"
   else
-    bash .gpu/install.sh "$HOME/fsq" > "$OUT/install.log" 2>&1 || { tail -20 "$OUT/install.log"; die "install failed (OUT/install.log)"; }
+    bash .gpu/install.sh "$HOME/fsq" > "$WORK/logs/$CALL.install.log" 2>&1 \
+      || { tail -20 "$WORK/logs/$CALL.install.log"; die "install failed (logs/$CALL.install.log in results.tgz)"; }
     log "installed"
   fi
   { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1
     python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
     git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt"
+  cp "$OUT/machine.txt" "$WORK/logs/$CALL.machine.txt"
 else
   log "device $DEVICE: a rehearsal in this machine's environment, nothing installed"
 fi
@@ -65,17 +95,17 @@ fi
 case "$STEP" in
   diagnose)
     deadline=$(( $(left) < 120 ? $(left) : 120 ))
-    mkdir -p "$OUT/diagnosis"
+    mkdir -p "$WORK/diagnosis"
     # cells of earlier calls (carried back into the checkout) are not measured again
-    [ -d benchmarks/gpu/diagnosis ] && [ "$DEVICE" = cuda ] && cp -n benchmarks/gpu/diagnosis/*.json "$OUT/diagnosis/" 2>/dev/null
+    [ -d benchmarks/gpu/diagnosis ] && [ "$DEVICE" = cuda ] && cp -n benchmarks/gpu/diagnosis/*.json "$WORK/diagnosis/" 2>/dev/null
     log "speed diagnosis, deadline ${deadline} s"
-    python3 scripts/speed_diagnosis.py "$DATA" --out "$OUT/diagnosis" --deadline-s "$deadline" "${ARGS[@]}" \
-      > "$OUT/diagnosis.log" 2>&1
+    python3 scripts/speed_diagnosis.py "$DATA" --out "$WORK/diagnosis" --deadline-s "$deadline" "${ARGS[@]}" \
+      > "$WORK/logs/$CALL.log" 2>&1
     code=$?
-    tail -n 60 "$OUT/diagnosis.log"
+    tail -n 60 "$WORK/logs/$CALL.log"
     ;;
   tests)
-    mkdir -p "$OUT/tests"
+    mkdir -p "$WORK/tests"
     # --device is this script's, not pytest's; on CPU (every GPU test skips) one worker
     PYTEST_ARGS=()
     for ((i = 0; i < ${#ARGS[@]}; i++)); do
@@ -86,20 +116,20 @@ case "$STEP" in
     # SIGINT: pytest stops, reports and exits; every finished test's JSON is written already
     timeout --signal=INT --kill-after=15 $(( $(left) - 20 )) \
       python3 -m pytest tests -m gpu -q -p no:cacheprovider -n "$workers" -p tests.piece_results \
-        --pieces "$OUT/tests" --skip-passed benchmarks/gpu/tests "${PYTEST_ARGS[@]}" > "$OUT/pytest.log" 2>&1
+        --pieces "$WORK/tests" --skip-passed benchmarks/gpu/tests "${PYTEST_ARGS[@]}" > "$WORK/logs/$CALL.log" 2>&1
     code=$?
-    tail -n 30 "$OUT/pytest.log"
+    tail -n 30 "$WORK/logs/$CALL.log"
     ;;
   bench)
-    mkdir -p "$OUT/bench"
+    mkdir -p "$WORK/bench/$CALL"
     log "benchmark, deadline $(( $(left) - 10 )) s"
     # GPU-sized work in short children (~1 min each; --deadline-s starts none that would not end in time)
     python3 scripts/benchmark.py "$DATA" --size base --device cuda --max-tokens 8192 --warmup-updates 5 \
       --train-updates 20 --decode-sentences 256 --decode-batch-size 64 --no-doc-order \
-      --pieces "$OUT/bench" --deadline-s $(( $(left) - 10 )) --json "$OUT/bench.json" "${ARGS[@]}" \
-      > "$OUT/bench.log" 2>&1
+      --pieces "$WORK/bench/$CALL" --deadline-s $(( $(left) - 10 )) --json "$WORK/logs/$CALL.json" "${ARGS[@]}" \
+      > "$WORK/logs/$CALL.log" 2>&1
     code=$?
-    tail -n 30 "$OUT/bench.log"
+    tail -n 30 "$WORK/logs/$CALL.log"
     ;;
   study)
     [ -f scripts/gpu-study.sh ] || die "scripts/gpu-study.sh not found"
@@ -108,8 +138,11 @@ case "$STEP" in
     remaining=$(( total - ($(date +%s) - START) ))
     (( remaining >= 1 )) || remaining=1  # the install ate the deadline: gpu-study.sh stops at once and evaluates
     log "scripts/gpu-study.sh $remaining"
-    # OUT is this call's (the results, logs and figures are copied there), not the caller's environment's
-    OUT="$OUT" bash scripts/gpu-study.sh "$remaining" "${ARGS[@]:1}"
+    # the runs train in the work directory (their logs are in every snapshot; checkpoints are not);
+    # the results file and its figures are copied to the work directory's study/ at the end
+    STUDY_OUT=${STUDY_OUT:-$WORK/study/runs} OUT="$WORK" bash scripts/gpu-study.sh "$remaining" "${ARGS[@]:1}" \
+      2>&1 | tee "$WORK/logs/$CALL.log"
+    code=${PIPESTATUS[0]}
     code=$?
     ;;
 esac

@@ -53,7 +53,8 @@ if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT/study"
   [ -n "$RESULTS" ] && [ -f "$RESULTS" ] && cp "$RESULTS" "$OUT/study/"
   [ -n "$FIGURES" ] && [ -d "$FIGURES" ] && cp -r "$FIGURES" "$OUT/study/"
-  for run in "$RUNS_DIR"/*/; do
+  # runs trained in OUT/study/runs itself (scripts/gpu-call.sh's) are there already
+  [ "$(cd "$RUNS_DIR" 2> /dev/null && pwd)" = "$(cd "$OUT/study" && pwd)/runs" ] || for run in "$RUNS_DIR"/*/; do
     [ -d "$run/logs" ] || continue
     name=$(basename "$run")
     mkdir -p "$OUT/study/runs/$name"

@@ -223,10 +223,10 @@ def test_later_rounds_must_run_the_first_rounds_batches(monkeypatch):
     result = bench.run_child(opts, "v", "transformer", [], first=first)
     assert result["train_flops_tok"] == 7.0 and result["decode_flops_tok"] == 3.0
     child_output["decoded_tokens"] = 300
-    with pytest.raises(SystemExit, match="decoded_tokens"):
+    with pytest.raises(bench.ChildFailed, match="decoded_tokens"):
         bench.run_child(opts, "v", "transformer", [], first=first)
     child_output.update(decoded_tokens=310, batches_sha1="cd")  # same counts, other batches
-    with pytest.raises(SystemExit, match="batches_sha1"):
+    with pytest.raises(bench.ChildFailed, match="batches_sha1"):
         bench.run_child(opts, "v", "transformer", [], first=first)
 
 

@@ -2,19 +2,22 @@
 size: a call killed at its time limit keeps every piece it finished.
 
 The GPU machine gives each command a time limit and kills it there; what
-the command left under its output directory comes back. Each step writes
-one JSON per finished piece (a benchmark child, a diagnosis cell, a test),
-through a temporary file and a rename. Here each step runs as the runbook
-runs it, is killed with SIGKILL (the whole process group, as a time limit
-does) once its first piece is written, and the pieces are read back; a
-second call goes on where the first stopped (the diagnosis skips the cells
-it has; pytest deselects the tests that passed).
+the command left under its output directory comes back, at most 8 files.
+Each step writes one JSON per finished piece (a benchmark child, a diagnosis
+cell, a test), through a temporary file and a rename, into a work
+directory that the call packs into OUT/results.tgz every few seconds. Here
+each step runs as the runbook runs it, is killed with SIGKILL (the whole
+process group, as a time limit does) once its first piece is in the
+archive, and the pieces are read back from it; a second call goes on where
+the first stopped (the diagnosis skips the cells it has; pytest deselects
+the tests that passed).
 """
 import json
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 import pytest
@@ -53,6 +56,31 @@ def _pieces(directory):
     return sorted(p for p in os.listdir(directory) if p.endswith(".json")) if os.path.isdir(directory) else []
 
 
+def _call_env(tmp_path, **env):
+    """A call's environment: its work directory under ``tmp_path`` (kept
+    between two calls, as on a warm machine) and a snapshot every second."""
+    return {"GPU_CALL_WORK": str(tmp_path / "work"), "GPU_CALL_SNAPSHOT_S": "1", **NO_DEADLINE, **env}
+
+
+def _archived(out, folder):
+    """The JSON files in ``folder`` of the call's archive (OUT/results.tgz,
+    what comes back), path in the archive -> text; {} before the first
+    snapshot."""
+    if not (out / "results.tgz").exists():
+        return {}
+    with tarfile.open(out / "results.tgz") as tar:
+        return {m.name[2:]: tar.extractfile(m).read().decode() for m in tar.getmembers()
+                if m.isfile() and m.name.startswith(f"./{folder}/") and m.name.endswith(".json")}
+
+
+def _what_comes_back(out):
+    """OUT as the GPU tool returns it: at most 8 files, none deeper than two
+    folders (the archive's leftover part of a killed snapshot counts)."""
+    files = [os.path.relpath(os.path.join(d, f), out) for d, _, fs in os.walk(out) for f in fs]
+    assert len(files) <= 8 and all(f.count(os.sep) <= 2 for f in files), files
+    return sorted(f for f in files if not f.endswith(".part"))
+
+
 def test_benchmark_call_killed_midway_keeps_its_finished_children(doc_corpus, tmp_path):
     """``gpu-call.sh bench`` at toy size in fp16: killed while the second
     child runs, the baseline's JSON is there, whole, and is fairseq-train's
@@ -62,18 +90,26 @@ def test_benchmark_call_killed_midway_keeps_its_finished_children(doc_corpus, tm
     proc = _start(["bash", "scripts/gpu-call.sh", "bench", str(out), "--device", "cpu", "--size", "tiny",
                    "--threads", "1", "--max-tokens", "400", "--warmup-updates", "1", "--train-updates", "2",
                    "--decode-sentences", "8", "--decode-batch-size", "4", "--precision", "fp16",
-                   "--variants", "ctxsan", "dc"], env={"DATA_BIN": str(doc_corpus[1]), **NO_DEADLINE})
-    _kill_when(proc, lambda: _pieces(out / "bench"))
-    pieces = _pieces(out / "bench")
-    assert len(pieces) == 1 and pieces[0].endswith("-transformer.json"), pieces
-    piece = json.loads((out / "bench" / pieces[0]).read_text())
+                   "--variants", "ctxsan", "dc"], env=_call_env(tmp_path, DATA_BIN=str(doc_corpus[1])))
+    _kill_when(proc, lambda: _archived(out, "bench"))
+    assert _what_comes_back(out) == ["call.log", "results.tgz"]
+    pieces = _archived(out, "bench")
+    (name,) = pieces
+    call_dir, piece_name = os.path.split(name)
+    assert call_dir.startswith("bench/") and call_dir.endswith("-bench") and piece_name.endswith("-transformer.json")
+    piece = json.loads(pieces[name])
     result = piece["result"]
     assert piece["label"] == "transformer" and piece["settings"]["precision"] == "fp16"
     assert result["train_tok_s"] > 0 and result["decode_tok_s"] > 0
     assert result["optimizer"] == "FP16Optimizer" and result["loss_scale"] > 0  # fairseq-train's --fp16
     assert result["sdpa_kernels_train"]["calls"] > 0
-    assert not (out / "bench.json").exists()  # the whole run's JSON would have come only at its end
-    table = subprocess.run([sys.executable, "scripts/benchmark.py", "--markdown-of", str(out / "bench")],
+    with tarfile.open(out / "results.tgz") as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path / "back", filter="data")
+    # the whole run's JSON would have come only at its end; no checkpoint or temporary file is packed
+    assert not any(n.endswith(".pt") or ".tmp" in n for n in names) and not any(
+        n.startswith("./logs/") and n.endswith("-bench.json") for n in names)
+    table = subprocess.run([sys.executable, "scripts/benchmark.py", "--markdown-of", str(tmp_path / "back" / call_dir)],
                            cwd=REPO, capture_output=True, text=True)
     assert table.returncode == 0, table.stderr
     assert "| `transformer` (" in table.stdout and "fp16" in table.stdout
@@ -89,11 +125,11 @@ def test_diagnosis_call_killed_midway_keeps_its_cells_and_the_next_call_goes_on(
     args = ["bash", "scripts/gpu-call.sh", "diagnose", str(out), "--device", "cpu", "--sizes", "toy",
             "--models", "transformer", "ctxsan", "--precisions", "fp32", "--policies", "torch", "math",
             "--updates", "2", "--threads", "1", "--deadline-s", "0"]
-    env = {"DATA_BIN": str(doc_corpus[1]), **NO_DEADLINE}
-    _kill_when(_start(args, env), lambda: _pieces(out / "diagnosis"))
-    first = _pieces(out / "diagnosis")
-    assert first == ["toy-transformer-fp32-torch.json"], first
-    kept = (out / "diagnosis" / first[0]).read_text()
+    env = _call_env(tmp_path, DATA_BIN=str(doc_corpus[1]))
+    _kill_when(_start(args, env), lambda: _archived(out, "diagnosis"))
+    first = sorted(_archived(out, "diagnosis"))
+    assert first == ["diagnosis/toy-transformer-fp32-torch.json"], first
+    kept = _archived(out, "diagnosis")[first[0]]
     cell = json.loads(kept)
     assert len(cell["fresh_ms"]) == len(cell["seen_ms"]) == 2 and cell["fresh_median_ms"] > 0
     assert cell["kernels"]["cpu_fused"] == cell["kernels"]["calls"] > 0
@@ -102,11 +138,13 @@ def test_diagnosis_call_killed_midway_keeps_its_cells_and_the_next_call_goes_on(
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output[-3000:]
     assert "1 cells already in" in output
-    assert _pieces(out / "diagnosis") == sorted(f"toy-{m}-fp32-{p}.json" for m in ("transformer", "ctxsan")
-                                                for p in ("torch", "math"))
-    assert (out / "diagnosis" / first[0]).read_text() == kept  # not measured again
+    cells = _archived(out, "diagnosis")
+    assert sorted(cells) == sorted(f"diagnosis/toy-{m}-fp32-{p}.json" for m in ("transformer", "ctxsan")
+                                   for p in ("torch", "math"))
+    assert cells[first[0]] == kept  # not measured again
+    assert _what_comes_back(out) == ["call.log", "results.tgz"]
     for model in ("transformer", "ctxsan"):
-        forced = json.loads((out / "diagnosis" / f"toy-{model}-fp32-math.json").read_text())
+        forced = json.loads(cells[f"diagnosis/toy-{model}-fp32-math.json"])
         assert forced["kernels"]["math"] == forced["kernels"]["calls"] > 0 and not forced["kernels"].get("cpu_fused")
         assert forced["sdpa_state"]["priority"][0] == "math" and forced["optimizer"] == "FairseqAdam"
     assert "| toy | ctxsan | fp32 | math |" in output  # the summary table
@@ -164,3 +202,45 @@ def test_benchmark_deadline_starts_no_child_that_would_not_end_in_time(monkeypat
     assert ran == ["transformer"] and set(doc["results"]) == {"transformer"}
     assert doc["not_run"] == ["ctxsan (round 1)", "dc (round 1)", "gret (round 1)"]
     assert len(_pieces(tmp_path / "pieces")) == 1
+
+
+@pytest.mark.unit
+def test_a_variant_that_fails_leaves_a_failed_piece_and_the_others_run(monkeypatch, tmp_path, capsys):
+    """With ``--pieces`` (a GPU call) a variant whose child fails (a CUDA
+    error) writes a piece holding the error and the next variants still
+    run; the run then exits non-zero naming it, and ``--markdown-of``
+    tables the others. A baseline that fails stops the run: nothing has a
+    ratio without it."""
+    bench = load_script("benchmark")
+    ran = []
+
+    def fake_child(opts, label, arch, flags, first=None):
+        ran.append(label)
+        if label == "ctxsan":
+            raise bench.ChildFailed("benchmark: variant ctxsan (transformer_ctxsan) failed (exit 1):\nCUDA error")
+        return {"params": 1.0, "train_tok_s": 10.0, "decode_sent_s": 1.0, "decode_tok_s": 5.0, "peak_mem_mb": 1.0,
+                "train_flops_tok": 2.0, "decode_flops_tok": 2.0, "device_name": "cpu", "peak_flops": None}
+    monkeypatch.setattr(bench, "run_child", fake_child)
+    monkeypatch.setattr(bench, "reuses_sentence_states", lambda arch: False)
+    pieces = tmp_path / "pieces"
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", str(tmp_path), "--variants", "ctxsan", "dc",
+                                      "--pieces", str(pieces), "--json", str(tmp_path / "b.json")])
+    with pytest.raises(SystemExit) as e:
+        bench.main()
+    assert str(e.value) == "benchmark: failed (their pieces hold the error): ctxsan (round 1)"
+    assert ran == ["transformer", "ctxsan", "dc"]
+    assert set(json.loads((tmp_path / "b.json").read_text())["results"]) == {"transformer", "dc"}
+    written = {json.loads((pieces / p).read_text())["label"]: json.loads((pieces / p).read_text())
+               for p in _pieces(pieces)}
+    assert written["ctxsan"]["failed"].endswith("CUDA error") and "result" not in written["ctxsan"]
+    assert [(st["precision"], set(r)) for st, _, r in bench.collect_pieces(pieces)] == [("fp32", {"transformer", "dc"})]
+    # a file that is no piece (the run's own JSON copied in) is named, not read as one
+    (pieces / "b.json").write_text((tmp_path / "b.json").read_text())
+    with pytest.raises(ValueError, match="b.json is not a piece"):
+        bench.collect_pieces(pieces)
+    # without pieces, or for the baseline, a failure stops the run at once
+    ran.clear()
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", str(tmp_path), "--variants", "ctxsan", "dc"])
+    with pytest.raises(SystemExit, match="variant ctxsan"):
+        bench.main()
+    assert ran == ["transformer", "ctxsan"]

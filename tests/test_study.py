@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 import pytest
@@ -644,11 +645,11 @@ def test_study_smoke_interrupt_resume(tmp_path):
     # (its first epoch's log is there, no train.done), and the results,
     # translations, usage reports and every run's train.done and logs are
     # copied to OUT
-    # (through scripts/gpu-call.sh's study step, which hands its OUT on)
+    # (through scripts/gpu-call.sh's study step, whose OUT holds them in one archive)
     result_dir = tmp_path / "gpu-out"
     env = cli_process.env_with_python(dict(os.environ, OMP_NUM_THREADS="1", JOBS="1", EVAL_RESERVE_S="0",
                                            DATA_BIN=str(data / "bin"), STUDY_OUT=str(out),
-                                           STUDY_RESULTS=str(results)))
+                                           STUDY_RESULTS=str(results), GPU_CALL_WORK=str(tmp_path / "gpu-work")))
     env.pop("OUT", None)
     # nor is it trained again there: it landed (its record is in the results)
     restored = _study(data, out, results, "--runs", "transformer", "concat", "--stage", "all")
@@ -676,16 +677,21 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert len(cut_epochs) < 2 and final["transformer-wide"]["epochs"] == len(cut_epochs)
     assert final["transformer-wide"]["status"] == ("training" if cut_epochs else "not started")
     assert "bleu" not in final["transformer-wide"]
-    copied = json.loads((result_dir / "study" / results.name).read_text())
+    assert sorted(os.listdir(result_dir)) == ["call.log", "results.tgz"]
+    with tarfile.open(result_dir / "results.tgz") as tar:
+        tar.extractall(tmp_path / "back", filter="data")
+    back = tmp_path / "back"
+    copied = json.loads((back / "study" / results.name).read_text())
     assert copied["runs"] == json.loads(results.read_text())["runs"]
-    assert (result_dir / "study" / "study" / "usage" / "concat.json").exists()
-    assert json.loads((result_dir / "study" / "runs" / "concat" / "train.done").read_text())["budget"] == SMOKE.budget
-    assert (result_dir / "study" / "runs" / "transformer-wide" / "logs" / "epoch-001.log").exists()
+    assert (back / "study" / "study" / "usage" / "concat.json").exists()
+    assert json.loads((back / "study" / "runs" / "concat" / "train.done").read_text())["budget"] == SMOKE.budget
+    assert (back / "study" / "runs" / "transformer-wide" / "logs" / "epoch-001.log").exists()
+    assert any(name.endswith("-study.log") for name in os.listdir(back / "logs"))
     # what came back is compared with the landed records (fairseq_ctx/study/agreement.py): concat
     # trained here is its landed record, epoch for epoch; one seed leaves no spread to judge by
     agree = subprocess.run([sys.executable, "-m", "fairseq_ctx.study.agreement", "--out",
-                            str(result_dir / "study" / "runs"), "--landed", str(results),
-                            "--here", str(result_dir / "study" / results.name), "--json", str(tmp_path / "a.json")],
+                            str(back / "study" / "runs"), "--landed", str(results),
+                            "--here", str(back / "study" / results.name), "--json", str(tmp_path / "a.json")],
                            cwd=REPO, capture_output=True, text=True, timeout=300)
     assert agree.returncode == 0, agree.stderr[-3000:]
     (same,) = json.loads((tmp_path / "a.json").read_text())["runs"]
