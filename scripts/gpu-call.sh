@@ -35,7 +35,6 @@
 # GPU_CALL_WORK (default /tmp/gpu-call-work) is the work directory, kept
 # between calls on a warm machine, so that a second call goes on from it.
 set -uo pipefail
-cd "$(dirname "$0")/.."
 STEP=${1:-}
 OUT=${2:-}
 die() { echo "fairseq_ctx: error: $*" >&2; exit 2; }
@@ -44,7 +43,8 @@ case "$STEP" in diagnose|tests|bench|study) ;; *) die "gpu-call.sh STEP OUT [ARG
 shift 2
 ARGS=("$@")
 mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
+OUT=$(CDPATH= cd "$OUT" && pwd)  # a relative OUT is the caller's, before the cd below
+cd "$(dirname "$0")/.."
 START=$(date +%s)
 BUDGET=${GPU_CALL_BUDGET_S:-450}
 DATA=${DATA_BIN:-data/bible/bin}
@@ -54,18 +54,29 @@ mkdir -p "$WORK/logs"
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 log() { echo "[gpu-call $STEP +$(( $(date +%s) - START ))s] $*" | tee -a "$OUT/call.log" "$WORK/logs/$CALL.call.log"; }
 
-# the archive: written beside and renamed over, so OUT/results.tgz is always whole;
-# pieces' temporary files (NAME.tmpPID) and checkpoints stay out
+# the archive: written beside and renamed over, so OUT/results.tgz is always whole. Left
+# out: checkpoints and every file on its way to its name (pieces' NAME.tmpPID, fairseq's
+# .pt.tmp, the study's .tmp and .part), run locks and the diagnosis's to-do lists. Files
+# that change or go while tar reads them are no error (tar's status 1): they are in
+# the next snapshot
+SNAPSHOT_EXCLUDES=(--exclude='*.pt' --exclude='*.pt.tmp' --exclude='*.tmp' --exclude='*.tmp[0-9]*'
+                   --exclude='*.part' --exclude='*.lock' --exclude='*.todo')
 snapshot() {
   local part="$OUT/.results.tgz.$BASHPID.part"
-  tar czf "$part" --exclude='*.pt' --exclude='*.tmp[0-9]*' -C "$WORK" . 2>/dev/null \
-    && mv -f "$part" "$OUT/results.tgz" || rm -f "$part"
+  tar czf "$part" "${SNAPSHOT_EXCLUDES[@]}" --warning=no-file-changed --warning=no-file-removed \
+    --warning=no-file-shrank -C "$WORK" . 2> /dev/null
+  if (( $? <= 1 )); then mv -f "$part" "$OUT/results.tgz"; else rm -f "$part"; fi
 }
-rm -f "$WORK/.stop"
-( while [ ! -e "$WORK/.stop" ]; do sleep "${GPU_CALL_SNAPSHOT_S:-20}"; [ -e "$WORK/.stop" ] || snapshot; done ) &
+# every GPU_CALL_SNAPSHOT_S seconds; TERM ends the wait, or the loop after the snapshot under way
+( stop=; trap 'stop=1' TERM
+  while [ -z "$stop" ]; do
+    sleep "${GPU_CALL_SNAPSHOT_S:-20}" & wait $!
+    [ -n "$stop" ] && { kill $! 2> /dev/null; break; }
+    snapshot
+  done ) > /dev/null 2>&1 &
 SNAPPER=$!
-# the last snapshot after the snapshotter's own, so that the final state wins
-finish() { touch "$WORK/.stop"; kill "$SNAPPER" 2> /dev/null; wait "$SNAPPER" 2> /dev/null; snapshot; }
+# the last snapshot after the loop's own, so that the final state wins
+finish() { kill -TERM "$SNAPPER" 2> /dev/null; wait "$SNAPPER" 2> /dev/null; snapshot; }
 trap finish EXIT
 
 DEVICE=cuda
@@ -106,6 +117,9 @@ case "$STEP" in
     ;;
   tests)
     mkdir -p "$WORK/tests"
+    # tests passed in earlier calls (carried back into the checkout, or in a warm machine's
+    # work directory) are deselected
+    [ -d benchmarks/gpu/tests ] && [ "$DEVICE" = cuda ] && cp -n benchmarks/gpu/tests/*.json "$WORK/tests/" 2>/dev/null
     # --device is this script's, not pytest's; on CPU (every GPU test skips) one worker
     PYTEST_ARGS=()
     for ((i = 0; i < ${#ARGS[@]}; i++)); do
@@ -116,7 +130,7 @@ case "$STEP" in
     # SIGINT: pytest stops, reports and exits; every finished test's JSON is written already
     timeout --signal=INT --kill-after=15 $(( $(left) - 20 )) \
       python3 -m pytest tests -m gpu -q -p no:cacheprovider -n "$workers" -p tests.piece_results \
-        --pieces "$WORK/tests" --skip-passed benchmarks/gpu/tests "${PYTEST_ARGS[@]}" > "$WORK/logs/$CALL.log" 2>&1
+        --pieces "$WORK/tests" --skip-passed "$WORK/tests" "${PYTEST_ARGS[@]}" > "$WORK/logs/$CALL.log" 2>&1
     code=$?
     tail -n 30 "$WORK/logs/$CALL.log"
     ;;
@@ -143,7 +157,6 @@ case "$STEP" in
     STUDY_OUT=${STUDY_OUT:-$WORK/study/runs} OUT="$WORK" bash scripts/gpu-study.sh "$remaining" "${ARGS[@]:1}" \
       2>&1 | tee "$WORK/logs/$CALL.log"
     code=${PIPESTATUS[0]}
-    code=$?
     ;;
 esac
 log "exit $code"

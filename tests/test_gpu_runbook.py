@@ -244,3 +244,43 @@ def test_a_variant_that_fails_leaves_a_failed_piece_and_the_others_run(monkeypat
     with pytest.raises(SystemExit, match="variant ctxsan"):
         bench.main()
     assert ran == ["transformer", "ctxsan"]
+
+
+def test_a_call_archives_its_pieces_but_no_checkpoint_and_no_file_on_its_way(tmp_path):
+    """What the archive leaves out: checkpoints, files not yet renamed to
+    their names (a piece's NAME.tmpPID, fairseq's .pt.tmp, the study's .tmp
+    and .part), run locks and the diagnosis's to-do lists; a call that stops
+    at once (here: no deadline) still packs what its work directory holds,
+    and OUT holds the archive alone."""
+    work = tmp_path / "work"
+    planted = ["diagnosis/a.json", "tests/t.json", "study/runs/x/train.done", "study/runs/x/logs/epoch-001.log",
+               "study/runs/x/eval/test.hyp"]
+    left_out = ["diagnosis/b.json.tmp123", "diagnosis/.cells-1.todo", "study/runs/x/checkpoint_1.pt",
+                "study/runs/x/checkpoint_1.pt.tmp", "study/runs/x/eval/average.pt.part", "study/runs/x/train.lock",
+                "study/runs/x/done.json.tmp"]
+    for name in planted + left_out:
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(name)
+    out = tmp_path / "out"
+    res = subprocess.run(["bash", "scripts/gpu-call.sh", "study", str(out), "soon", "--device", "cpu"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, **_call_env(tmp_path, DATA_BIN=str(tmp_path))})
+    assert res.returncode == 2 and "DEADLINE_S (seconds) is missing" in res.stderr
+    assert sorted(os.listdir(out)) == ["call.log", "results.tgz"]
+    with tarfile.open(out / "results.tgz") as tar:
+        files = sorted(m.name[2:] for m in tar.getmembers() if m.isfile())
+        assert tar.extractfile("./diagnosis/a.json").read().decode() == "diagnosis/a.json"
+    assert [f for f in files if not f.startswith("logs/")] == sorted(planted)
+    assert [f for f in files if f.startswith("logs/")] == [f"logs/{n}" for n in os.listdir(work / "logs")]
+
+
+def test_the_study_call_exits_with_the_studys_status_and_a_relative_out_is_the_callers(tmp_path):
+    """A study that fails (an unknown run) fails the call, whose log says
+    so; OUT given relative to the caller's directory is found there."""
+    res = subprocess.run(["bash", os.path.join(REPO, "scripts", "gpu-call.sh"), "study", "out", "5", "--device", "cpu",
+                          "--runs", "no-such-run"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=cli_process.env_with_python({**os.environ, **_call_env(tmp_path, DATA_BIN=str(tmp_path))}))
+    assert res.returncode == 1, res.stdout[-2000:] + res.stderr[-2000:]  # the driver's sys.exit(message)
+    assert "fairseq_ctx: error: --runs: unknown run(s) no-such-run" in res.stdout
+    assert "] exit 1" in (tmp_path / "out" / "call.log").read_text()
+    assert sorted(os.listdir(tmp_path / "out")) == ["call.log", "results.tgz"]
