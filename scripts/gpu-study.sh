@@ -22,7 +22,7 @@
 # logs are copied there as they are when the script ends.
 #
 # The study needs data/bible/study (built here by the first study command:
-# carry it), data/bible/bin/dict.es.txt, data/bible/spm/{spm.model,test.es}
+# carry it), data/bible/bin/dict.{es,en}.txt, data/bible/spm/{spm.model,test.es}
 # and data/bible/raw (test.en the reference; every split's Spanish for the
 # lexicon of the context models' gender-cue share).
 set -uo pipefail
