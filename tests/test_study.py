@@ -21,6 +21,8 @@ from fairseq_ctx.study import runs
 from fairseq_ctx.study.runs import SMOKE, STUDY
 from tests import cli_process
 from tests.utils import REPO, preprocess
+# short names: a test's log is several of these lines in one expression
+from tests.utils import fairseq_epoch_end_line as _end, fairseq_valid_line as _valid
 
 
 @pytest.mark.unit
@@ -130,15 +132,6 @@ def test_budget_and_schedule():
     from fairseq_ctx.study.report import setup_record
 
     assert setup_record(None, STUDY)["budget"].startswith(f"{STUDY.budget} updates for every run")
-
-
-def _valid(epoch, loss, updates):
-    return (f"x | INFO | valid | epoch {epoch:03d} | valid on 'valid' subset | loss {loss} | nll_loss 5.1 | "
-            f"ppl 34.3 | num_updates {updates} | best_loss {loss}\n")
-
-
-def _end(epoch):
-    return f"x | INFO | fairseq_cli.train | end of epoch {epoch} (average epoch stats below)\n"
 
 
 @pytest.mark.unit

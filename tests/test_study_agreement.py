@@ -11,7 +11,7 @@ import pytest
 from fairseq_ctx.study.agreement import _T975, compare, main, prediction_interval
 from fairseq_ctx.study.runs import run_of
 from fairseq_ctx.study.train import StudyError, history
-from tests.utils import REPO
+from tests.utils import REPO, fairseq_epoch_end_line, fairseq_valid_line
 
 LANDED = os.path.join(REPO, "benchmarks", "study-bible-budget.json")
 MACHINES = os.path.join(REPO, "benchmarks", "study-machine-agreement.json")
@@ -25,9 +25,7 @@ def _write_logs(run_dir, epochs, cpu_per_update=1.0, wall_per_update=None):
     before = 0
     for epoch, updates, loss in epochs:
         (logs / f"epoch-{epoch:03d}.log").write_text(
-            f"x | INFO | valid | epoch {epoch:03d} | valid on 'valid' subset | loss {loss} | nll_loss 5.1 | "
-            f"ppl 34.3 | num_updates {updates} | best_loss {loss}\n"
-            f"x | INFO | fairseq_cli.train | end of epoch {epoch} (average epoch stats below)\n")
+            fairseq_valid_line(epoch, loss, updates) + fairseq_epoch_end_line(epoch))
         (logs / f"epoch-{epoch:03d}.cpu").write_text(str(cpu_per_update * (updates - before)))
         if wall_per_update is not None:
             (logs / f"epoch-{epoch:03d}.seconds").write_text(str(wall_per_update * (updates - before)))
@@ -120,9 +118,7 @@ def test_a_gpu_runs_one_log_times_its_last_epoch_only(tmp_path):
     logs = tmp_path / "transformer" / "logs"
     logs.mkdir(parents=True)
     (logs / "epoch-001.log").write_text("".join(
-        f"x | INFO | valid | epoch {e:03d} | valid on 'valid' subset | loss {loss} | nll_loss 5.1 | ppl 34.3 | "
-        f"num_updates {10 * e} | best_loss {loss}\n"
-        f"x | INFO | fairseq_cli.train | end of epoch {e} (average epoch stats below)\n" for e, loss in ((1, 7.0), (2, 6.0))))
+        fairseq_valid_line(e, loss, 10 * e) + fairseq_epoch_end_line(e) for e, loss in ((1, 7.0), (2, 6.0))))
     (logs / "epoch-001.seconds").write_text("4.0")
     (logs / "epoch-001.cpu").write_text("3.0")
     landed = _records([28.75, 29.01, 28.78], [[7.0, 6.0], [7.1, 6.1], [6.9, 5.9]])

@@ -358,3 +358,14 @@ def write_voita_set(tmp_path, name, rows):
     (tmp_path / f"{name}.json").write_text(json.dumps(entries))
     return ["--format", "voita", "--src", str(tmp_path / f"{name}.src"), "--dst", str(tmp_path / f"{name}.dst"),
             "--json", str(tmp_path / f"{name}.json")]
+
+
+def fairseq_valid_line(epoch, loss, updates):
+    """fairseq-train's validation log line, as the study's epoch logs hold it."""
+    return (f"x | INFO | valid | epoch {epoch:03d} | valid on 'valid' subset | loss {loss} | nll_loss 5.1 | "
+            f"ppl 34.3 | num_updates {updates} | best_loss {loss}\n")
+
+
+def fairseq_epoch_end_line(epoch):
+    """fairseq-train's end-of-epoch log line."""
+    return f"x | INFO | fairseq_cli.train | end of epoch {epoch} (average epoch stats below)\n"

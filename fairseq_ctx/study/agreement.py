@@ -106,8 +106,9 @@ def compare(name: str, hist: List[Dict], landed: Dict[str, Dict], here: Optional
     sds = [r["seeds_sd"] for r in rows]
     out.update(max_abs_difference=max(diffs), mean_abs_difference=round(statistics.fmean(diffs), 4),
                mean_seeds_sd=round(statistics.fmean(sds), 4) if None not in sds else None)
-    checks, reading = [], [f"{name}: {len(rows)} epoch{'s' * (len(rows) != 1)}, validation loss {out['mean_abs_difference']:.4f} from its "
-                           f"landed record on average (at most {out['max_abs_difference']:.3f})"]
+    epochs = f"{len(rows)} epoch{'s' * (len(rows) != 1)}"
+    checks, reading = [], [f"{name}: {epochs}, validation loss {out['mean_abs_difference']:.4f} from its landed "
+                           f"record on average (at most {out['max_abs_difference']:.3f})"]
     if out["mean_seeds_sd"] is None:
         reading.append("fewer than two landed seeds: no seed spread to compare with")
     else:
@@ -116,7 +117,8 @@ def compare(name: str, hist: List[Dict], landed: Dict[str, Dict], here: Optional
     if here is not None and here.get("bleu") is not None and land.get("bleu") is not None:
         values = [rec["bleu"] for rec in seeds if rec.get("bleu") is not None]
         interval = prediction_interval(values)
-        out.update(bleu_here=here["bleu"], bleu_landed=land["bleu"], bleu_difference=round(here["bleu"] - land["bleu"], 2),
+        out.update(bleu_here=here["bleu"], bleu_landed=land["bleu"],
+                   bleu_difference=round(here["bleu"] - land["bleu"], 2),
                    seeds_bleu=values, seeds_bleu_interval=interval)
         reading.append(f"BLEU {here['bleu']:.2f} against {land['bleu']:.2f} landed"
                        + (f", one more seed's 95% interval {interval[0]:.2f} to {interval[1]:.2f}" if interval else ""))
@@ -158,8 +160,8 @@ def main(argv=None):
         sys.exit(f"{ERROR_PREFIX}--runs {' '.join(missing)}: no landed record in {opts.landed} to compare with")
     absent = [n for n in names if not os.path.isdir(os.path.join(opts.out, n, "logs"))]
     if absent:
-        sys.exit(f"{ERROR_PREFIX}--out {opts.out}: no logs of {' '.join(absent)} there ({'/'.join([opts.out, absent[0]])}"
-                 "/logs/epoch-NNN.log)")
+        sys.exit(f"{ERROR_PREFIX}--out {opts.out}: no logs of {' '.join(absent)} there "
+                 f"({os.path.join(opts.out, absent[0], 'logs', 'epoch-NNN.log')})")
     try:
         compared = [compare(n, history(opts.out, run_of(landed[n])), landed, here.get(n)) for n in names]
     except StudyError as e:
