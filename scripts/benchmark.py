@@ -573,10 +573,15 @@ class ChildFailed(Exception):
     ends with the child's stderr)."""
 
 
-def run_child(opts, label, arch, flags, first=None):
+class ChildCut(Exception):
+    """A measurement's process ran into the deadline and was killed."""
+
+
+def run_child(opts, label, arch, flags, first=None, timeout=None):
     """One measurement in a fresh process. ``first``: the variant's first
     round, whose FLOP counts this round takes after checking that it ran the
-    same batches (FLOPs follow from the shapes alone)."""
+    same batches (FLOPs follow from the shapes alone). ``timeout``: seconds
+    after which the process is killed (ChildCut)."""
     cmd = [sys.executable, os.path.abspath(__file__), opts.data, "--child", "--arch", arch,
            "--flags", json.dumps(flags)]
     for name in ("size", "device", "precision", "peak_tflops", "max_tokens", "train_updates", "warmup_updates",
@@ -592,7 +597,10 @@ def run_child(opts, label, arch, flags, first=None):
     env = dict(os.environ)
     if getattr(opts, "sdpa", None):
         env["FAIRSEQ_CTX_SDPA"] = opts.sdpa  # the plugin applies it when it registers (fused_attention.py)
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ChildCut(f"benchmark: variant {label} cut at the deadline after {timeout:.0f} s") from None
     lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCHMARK_JSON ")]
     if proc.returncode != 0 or not lines:
         raise ChildFailed(f"benchmark: variant {label} ({arch} {' '.join(flags)}) failed (exit {proc.returncode}):\n"
@@ -737,7 +745,8 @@ def main():
                         "killed later keeps them; --markdown-of DIR makes the tables)")
     p.add_argument("--deadline-s", type=float, default=0.0,
                    help="start no child after this many seconds, nor one that would end after them by the "
-                        "longest child so far (0: no deadline); the children not run are listed")
+                        "longest child so far (0: no deadline), and kill one still running then; the children "
+                        "not run or cut are listed")
     p.add_argument("--markdown-of", metavar="JSON",
                    help="print the Markdown table of a results JSON written by --json, or the tables of the "
                         "pieces in a --pieces directory (one per call), and run nothing")
@@ -803,8 +812,18 @@ def main():
             print(f"[round {round_ + 1}/{opts.repeats}] {label} ...", file=sys.stderr, flush=True)
             t = time.monotonic()
             try:
+                # a child that outgrows the longest so far is killed at the deadline: the call
+                # then ends in its own time, with its JSON and tables, not at the tool's limit
                 runs[label].append(run_child(opts, label, arch, flags,
-                                             first=runs[label][0] if round_ and runs[label] else None))
+                                             first=runs[label][0] if round_ and runs[label] else None,
+                                             timeout=opts.deadline_s - elapsed if opts.deadline_s else None))
+            except ChildCut as e:
+                print(e, file=sys.stderr, flush=True)
+                not_run.append(f"{label} (round {round_ + 1}, cut at the deadline)")
+                if opts.pieces:  # its time is a lower bound for sizing the next call
+                    write_piece(opts.pieces, run_id, round_, label, arch, flags, None, settings,
+                                time.monotonic() - t, failed=str(e))
+                continue
             except ChildFailed as e:
                 # with pieces (a GPU call) one variant's crash must not cost the others their turn
                 if not opts.pieces or label == "transformer":

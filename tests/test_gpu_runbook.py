@@ -192,7 +192,7 @@ def test_benchmark_deadline_starts_no_child_that_would_not_end_in_time(monkeypat
     bench = load_script("benchmark")
     ran = []
 
-    def fake_child(opts, label, arch, flags, first=None):
+    def fake_child(opts, label, arch, flags, first=None, timeout=None):
         ran.append(label)
         time.sleep(0.3)
         return {"params": 1.0, "train_tok_s": 10.0, "decode_sent_s": 1.0, "decode_tok_s": 5.0, "peak_mem_mb": 1.0,
@@ -210,6 +210,47 @@ def test_benchmark_deadline_starts_no_child_that_would_not_end_in_time(monkeypat
 
 
 @pytest.mark.unit
+def test_benchmark_deadline_kills_a_child_that_outgrows_it(monkeypatch, tmp_path, capsys):
+    """A variant longer than the longest child so far may start in time and
+    run past the deadline: its process is killed then (a real child process
+    here, one that sleeps), the run ends in its own time with its JSON, the
+    variant is listed as cut and leaves a piece with its time; the exit
+    status is the deadline's (0), not a failure's."""
+    bench = load_script("benchmark")
+    real_run_child, ran = bench.run_child, []
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text("import time\ntime.sleep(60)\n")
+
+    def child(opts, label, arch, flags, first=None, timeout=None):
+        ran.append((label, timeout))
+        if label == "transformer":
+            time.sleep(0.2)
+            return {"params": 1.0, "train_tok_s": 10.0, "decode_sent_s": 1.0, "decode_tok_s": 5.0,
+                    "peak_mem_mb": 1.0, "train_flops_tok": 2.0, "decode_flops_tok": 2.0, "device_name": "cpu",
+                    "peak_flops": None}
+        monkeypatch.setattr(bench, "__file__", str(sleeper))  # the child's command runs the sleeper
+        return real_run_child(opts, label, arch, flags, first=first, timeout=timeout)
+    monkeypatch.setattr(bench, "run_child", child)
+    monkeypatch.setattr(bench, "reuses_sentence_states", lambda arch: False)
+    pieces, out = tmp_path / "pieces", tmp_path / "b.json"
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", str(tmp_path), "--variants", "ctxsan", "dc", "--deadline-s", "3",
+                                      "--pieces", str(pieces), "--json", str(out)])
+    started = time.monotonic()
+    bench.main()
+    took = time.monotonic() - started
+    assert took < 10, f"the run took {took:.1f} s: the child was not killed at the deadline"
+    assert [label for label, _ in ran] == ["transformer", "ctxsan"] and 2 < ran[1][1] < 3
+    doc = json.loads(out.read_text())
+    assert set(doc["results"]) == {"transformer"} and doc["failed"] == []
+    assert doc["not_run"] == ["ctxsan (round 1, cut at the deadline)", "dc (round 1)"]
+    written = {json.loads((pieces / p).read_text())["label"]: json.loads((pieces / p).read_text())
+               for p in _pieces(pieces)}
+    assert written["ctxsan"]["failed"].startswith("benchmark: variant ctxsan cut at the deadline after ")
+    assert 2 < written["ctxsan"]["seconds"] < 10
+    assert "variant ctxsan cut at the deadline" in capsys.readouterr().err
+
+
+@pytest.mark.unit
 def test_a_variant_that_fails_leaves_a_failed_piece_and_the_others_run(monkeypatch, tmp_path, capsys):
     """With ``--pieces`` (a GPU call) a variant whose child fails (a CUDA
     error) writes a piece holding the error and the next variants still
@@ -219,7 +260,7 @@ def test_a_variant_that_fails_leaves_a_failed_piece_and_the_others_run(monkeypat
     bench = load_script("benchmark")
     ran = []
 
-    def fake_child(opts, label, arch, flags, first=None):
+    def fake_child(opts, label, arch, flags, first=None, timeout=None):
         ran.append(label)
         if label == "ctxsan":
             raise bench.ChildFailed("benchmark: variant ctxsan (transformer_ctxsan) failed (exit 1):\nCUDA error")
