@@ -53,7 +53,8 @@ BASE_WIDTHS = ("--encoder-layers", "2", "--decoder-layers", "2",
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 # largest |p - p'| between two computations of the same output probabilities
 TOLERANCE = {"fp32": 1e-4, "fp16": 5e-3, "bf16": 3e-2}
-BACKENDS = ["flash", "mem_efficient", "cudnn", "math"]
+# the kernels by the names the profiler's counts use (fused_attention.KERNEL_OPS)
+BACKENDS = list(fused_attention._KERNELS)  # flash, efficient, cudnn, math
 NAMES = [v.name for v in VARIANTS]
 BY_NAME = {v.name: v for v in VARIANTS}
 
@@ -72,8 +73,7 @@ def _model(name, dtype):
 def _backend(name):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    chosen = {"flash": SDPBackend.FLASH_ATTENTION, "mem_efficient": SDPBackend.EFFICIENT_ATTENTION,
-              "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[name]
+    chosen = getattr(SDPBackend, fused_attention._KERNELS[name][1])
     # first in the priority order: in torch's default order math precedes cuDNN
     return sdpa_kernel([chosen, SDPBackend.MATH] if chosen != SDPBackend.MATH else [chosen], set_priority=True)
 

@@ -7,6 +7,7 @@
   on a CUDA tensor): every ``.numpy()`` call in ``fairseq_ctx/`` and
   ``scripts/`` reads through a ``.cpu()`` first, or is on the list below of
   values that are NumPy or CPU by construction.
+* tests/test_gpu.py names each forced SDPA kernel as the profiler counts it.
 (The fused attention kernels' layout rule: test_fused_attention_layout.py.)
 """
 import ast
@@ -87,3 +88,34 @@ def test_the_numpy_check_finds_a_device_tensor(tmp_path):
         assert _numpy_calls_without_cpu(path) == ["scripts/_numpy_check_probe.py:1: sample['id'].numpy()"]
     finally:
         path.unlink()
+
+
+@pytest.mark.unit
+def test_the_gpu_tests_name_each_forced_kernel_as_the_profiler_counts_it():
+    """tests/test_gpu.py forces each SDPA kernel in turn and checks, from the
+    profiler's counts (fused_attention.KERNEL_OPS), that only it or the math
+    fallback ran, and that the memory-efficient and math kernels took every
+    call. The kernel's name must be the one the counts use: under another
+    name the forced kernel, having run, reads as a stranger, and a check
+    meant for it never applies. Here on CPU: the names, the switches each
+    forcing sets, and the check on the counts a GPU would record."""
+    from torch.nn.attention import SDPBackend
+
+    from fairseq_ctx.modules import fused_attention
+    from tests import test_gpu
+
+    assert set(test_gpu.BACKENDS) <= set(fused_attention.KERNEL_OPS.values())
+    cuda = torch.backends.cuda
+    switches = {"flash": cuda.flash_sdp_enabled, "efficient": cuda.mem_efficient_sdp_enabled,
+                "cudnn": cuda.cudnn_sdp_enabled, "math": cuda.math_sdp_enabled}
+    for backend in test_gpu.BACKENDS:
+        with test_gpu._backend(backend):
+            assert {k for k, on in switches.items() if on()} == {backend, "math"}
+        test_gpu._check_kernels({"calls": 3, backend: 3}, backend)
+    test_gpu._check_kernels({"calls": 3, "flash": 2, "math": 1}, "flash")  # math may take what flash cannot
+    for ran, backend in (({"calls": 3, "efficient": 2, "math": 1}, "efficient"),  # it must take every call
+                         ({"calls": 3, "cudnn": 3}, "flash"),  # another kernel ran
+                         ({"calls": 3, "flash": 2}, "flash")):  # a call no kernel accounts for
+        with pytest.raises(AssertionError):
+            test_gpu._check_kernels(ran, backend)
+    assert SDPBackend.EFFICIENT_ATTENTION is getattr(SDPBackend, fused_attention._KERNELS["efficient"][1])
