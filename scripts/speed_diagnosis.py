@@ -8,7 +8,8 @@ that prepares itself per shape (cuDNN builds an execution plan) pays that
 on every new shape, so its cost on variable-shape batches is not what a
 benchmark on a repeated shape shows. This script measures it directly.
 
-What: for each cell (size, model, precision, policy), in priority order:
+What: for each cell (size, model, precision, policy), in priority order
+(``cells_of``):
 
 * sizes ``base`` (each architecture's Base preset) and ``study`` (the
   study's d=128 size, ``fairseq_ctx.study.runs.SIZE``); ``toy`` (d=16, for
@@ -88,10 +89,14 @@ def size_flags(size):
 
 
 def cells_of(opts):
-    """Every cell, most informative first: the Base transformer (what every
-    fairseq user runs) in each precision and policy, then the context
-    models at Base, then each size after it. The ``torch`` policy comes
-    first in each group."""
+    """Every cell, most informative first. First the two questions a first
+    call must answer: the first size's transformer (Base: what every
+    fairseq user runs) in the first precision under every policy (which
+    kernel choice is fastest), then each other size's models in that
+    precision under the first policy (torch's own choice: the study's time
+    per update, which sizes a study call). Then the rest by size, the
+    transformer before the context models, each precision and policy in
+    the order given."""
     out = []
     for size in opts.sizes:
         for models in ([m for m in opts.models if m == "transformer"], [m for m in opts.models if m != "transformer"]):
@@ -99,7 +104,14 @@ def cells_of(opts):
                 for precision in opts.precisions:
                     for policy in opts.policies:
                         out.append({"size": size, "model": model, "precision": precision, "policy": policy})
-    return out
+
+    def tier(cell):
+        if cell["precision"] != opts.precisions[0]:
+            return 2
+        if cell["size"] == opts.sizes[0]:
+            return 0 if cell["model"] == "transformer" else 2
+        return 1 if cell["policy"] == opts.policies[0] else 2
+    return sorted(out, key=tier)  # stable: the order above within a tier
 
 
 def cell_name(cell):

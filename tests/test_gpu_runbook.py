@@ -185,6 +185,24 @@ def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path
 
 
 @pytest.mark.unit
+def test_the_diagnosis_answers_the_first_calls_two_questions_first():
+    """A first 2-minute call measures a few cells of 84: the Base
+    transformer under every policy (which kernel choice is fastest), then
+    the study size under torch's choice (the study's time per update, which
+    sizes a study call), then the rest by size; every cell once."""
+    diag = load_script("speed_diagnosis")
+    opts = type("Opts", (), dict(sizes=["base", "study"], models=list(diag.MODELS), precisions=["bf16", "fp16"],
+                                 policies=list(diag.POLICY_NAMES)))
+    names = [diag.cell_name(c) for c in diag.cells_of(opts)]
+    assert names[:10] == [f"base-transformer-bf16-{p}.json" for p in diag.POLICY_NAMES] + [
+        "study-transformer-bf16-torch.json", "study-ctxsan-bf16-torch.json", "study-dc-bf16-torch.json"]
+    assert names[10:12] == ["base-transformer-fp16-torch.json", "base-transformer-fp16-cudnn-last.json"]
+    assert names[-1] == "study-dc-fp16-math.json"
+    assert sorted(names) == sorted({f"{s}-{m}-{p}-{q}.json" for s in opts.sizes for m in diag.MODELS
+                                    for p in opts.precisions for q in diag.POLICY_NAMES})
+
+
+@pytest.mark.unit
 def test_benchmark_deadline_starts_no_child_that_would_not_end_in_time(monkeypatch, tmp_path):
     """``--deadline-s``: the first child always runs; after it, no child
     starts unless the longest child so far still fits; the rest are listed,
