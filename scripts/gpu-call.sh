@@ -9,7 +9,7 @@
 # to its last snapshot in one archive, laid out as benchmarks/gpu/
 # (diagnosis/, tests/, bench/CALL/, study/, logs/; checkpoints left out):
 #
-#   tar xzf results.tgz -C benchmarks/gpu
+#   mkdir -p benchmarks/gpu && tar xzf FILES_AT/results.tgz -C benchmarks/gpu
 #
 # OUT itself holds results.tgz, call.log and (on a GPU) machine.txt.
 #

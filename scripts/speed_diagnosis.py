@@ -286,6 +286,7 @@ def main():
     if skipped:
         print(f"speed_diagnosis: {skipped} cells already in {opts.out}, skipped", file=sys.stderr)
     env = {k: v for k, v in os.environ.items() if k != "FAIRSEQ_CTX_SDPA"}  # every policy is set per cell
+    run_id = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
     while todo and not (deadline_at and time.time() >= deadline_at):
         cells_file = os.path.join(opts.out, f".cells-{os.getpid()}.todo")  # not a cell: no .json
         with open(cells_file, "w") as f:
@@ -294,8 +295,9 @@ def main():
                os.path.abspath(opts.out), "--device", opts.device, "--max-tokens", str(opts.max_tokens),
                "--updates", str(opts.updates), "--threads", str(opts.threads), "--child", cells_file,
                "--deadline-at", str(deadline_at)]
-        # the child's log to a file (a pipe nobody reads until the end would fill and stall it)
-        log_path = os.path.join(opts.out, "child.log")
+        # the child's log to a file (a pipe nobody reads until the end would fill and stall it), one
+        # per run: --out is carried back from calls on several machines into one directory
+        log_path = os.path.join(opts.out, f"child-{run_id}.log")
         with open(log_path, "a") as log:
             start = log.tell()
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=REPO, env=env)
