@@ -79,6 +79,12 @@ SNAPPER=$!
 finish() { kill -TERM "$SNAPPER" 2> /dev/null; wait "$SNAPPER" 2> /dev/null; snapshot; }
 trap finish EXIT
 
+# the commit the checkout is at: the copy a GPU machine is sent may come without git's
+# directory, so the session writes it to .gpu/commit before a loan (docs); the study's
+# records take it from FAIRSEQ_CTX_COMMIT then
+COMMIT=$(git rev-parse HEAD 2> /dev/null) || COMMIT=$(cat .gpu/commit 2> /dev/null) || COMMIT=unknown
+export FAIRSEQ_CTX_COMMIT=$COMMIT
+
 DEVICE=cuda
 for ((i = 0; i < ${#ARGS[@]}; i++)); do
   [ "${ARGS[$i]}" = "--device" ] && DEVICE=${ARGS[$((i + 1))]:-cuda}
@@ -97,7 +103,7 @@ if [ "$DEVICE" = cuda ]; then
   fi
   { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1
     python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
-    git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt"
+    echo "commit $COMMIT"; } > "$OUT/machine.txt"
   cp "$OUT/machine.txt" "$WORK/logs/$CALL.machine.txt"
 else
   log "device $DEVICE: a rehearsal in this machine's environment, nothing installed"

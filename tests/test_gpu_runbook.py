@@ -348,3 +348,32 @@ def test_the_study_call_exits_with_the_studys_status_and_a_relative_out_is_the_c
     assert "fairseq_ctx: error: --runs: unknown run(s) no-such-run" in res.stdout
     assert "] exit 1" in (tmp_path / "out" / "call.log").read_text()
     assert sorted(os.listdir(tmp_path / "out")) == ["call.log", "results.tgz"]
+
+
+@pytest.mark.unit
+def test_a_copy_without_git_names_its_commit_from_the_file_the_session_wrote(tmp_path, monkeypatch):
+    """The checkout a GPU machine is sent may come without git's directory:
+    the call takes the commit from ``.gpu/commit`` and hands it to the study
+    (``FAIRSEQ_CTX_COMMIT``), whose records name it as given, not as unknown."""
+    from fairseq_ctx.study import train
+
+    copy = tmp_path / "copy"
+    (copy / "scripts").mkdir(parents=True)
+    (copy / ".gpu").mkdir()
+    (copy / "scripts" / "gpu-call.sh").write_text((REPO / "scripts" / "gpu-call.sh").read_text())
+    (copy / "scripts" / "gpu-study.sh").write_text('echo "the study sees $FAIRSEQ_CTX_COMMIT"\n')
+    (copy / ".gpu" / "commit").write_text("0123abc\n")
+    res = subprocess.run(["bash", str(copy / "scripts" / "gpu-call.sh"), "study", str(tmp_path / "out"), "5",
+                          "--device", "cpu"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, **_call_env(tmp_path, DATA_BIN=str(tmp_path)),
+                              "GIT_CEILING_DIRECTORIES": str(tmp_path)})  # no repository above the copy
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "the study sees 0123abc" in res.stdout
+
+    def no_git(*args, **kwargs):
+        raise subprocess.CalledProcessError(128, args[0])
+    monkeypatch.setattr(train.subprocess, "run", no_git)
+    monkeypatch.setenv("FAIRSEQ_CTX_COMMIT", "0123abc")
+    assert train.code_commit() == "0123abc (from FAIRSEQ_CTX_COMMIT: not a git checkout)"
+    monkeypatch.delenv("FAIRSEQ_CTX_COMMIT")
+    assert train.code_commit() == "unknown (not a git checkout)"

@@ -392,10 +392,14 @@ def compare_with_landed(hist: List[Dict], rec: Dict) -> str:
     return f"equals its landed record: the same validation loss after each of its {len(hist)} epochs"
 
 
+COMMIT_ENV = "FAIRSEQ_CTX_COMMIT"
+
+
 def code_commit() -> str:
     """The commit of the code that runs (``+dirty`` when it differs from it):
     the study runs from a checkout pinned at one commit, and every record
-    names it."""
+    names it. A copy without git's directory (what a GPU machine is sent)
+    names it through ``FAIRSEQ_CTX_COMMIT`` (scripts/gpu-call.sh sets it)."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
         head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -403,7 +407,8 @@ def code_commit() -> str:
         dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
+        named = os.environ.get(COMMIT_ENV, "").strip()
+        return f"{named} (from {COMMIT_ENV}: not a git checkout)" if named else "unknown (not a git checkout)"
     return head + ("+dirty" if dirty else "")
 
 
