@@ -663,20 +663,26 @@ def aggregate(runs):
 
 def collect_pieces(pieces):
     """``(settings, results)`` per call of the pieces in directory ``pieces``
-    (several calls' pieces may share it): for each call (run id) and
-    precision, the variants with a baseline of the same round, aggregated as
-    one run is; rounds without their baseline are left out."""
-    by_run = {}
-    for name in sorted(os.listdir(pieces)):
-        if not name.endswith(".json"):
-            continue
-        with open(os.path.join(pieces, name)) as f:
-            piece = json.load(f)
-        if "run_id" not in piece:
-            raise ValueError(f"{name} is not a piece (no run_id)")
-        if "failed" in piece:  # its variant has one round less than the baseline: left out below
-            continue
-        by_run.setdefault(piece["run_id"], []).append(piece)
+    and its subdirectories (several calls' pieces may share one; a GPU call
+    keeps its own, ``bench/CALL``): for each call (run id) and precision, the
+    variants with a baseline of the same round, aggregated as one run is;
+    rounds without their baseline are left out. ValueError where there is
+    no piece."""
+    by_run, count = {}, 0
+    for folder, _, files in sorted(os.walk(pieces)):
+        for name in sorted(files):
+            if not name.endswith(".json"):
+                continue
+            with open(os.path.join(folder, name)) as f:
+                piece = json.load(f)
+            if "run_id" not in piece:
+                raise ValueError(f"{os.path.relpath(os.path.join(folder, name), pieces)} is not a piece (no run_id)")
+            count += 1
+            if "failed" in piece:  # its variant has one round less than the baseline: left out below
+                continue
+            by_run.setdefault(piece["run_id"], []).append(piece)
+    if not count:
+        raise ValueError(f"no piece (a --pieces JSON) in {pieces} or below")
     out = []
     for run_id, found in sorted(by_run.items()):
         base_rounds = {pc["round"]: pc["result"] for pc in found if pc["label"] == "transformer"}
@@ -749,7 +755,7 @@ def main():
                         "not run or cut are listed")
     p.add_argument("--markdown-of", metavar="JSON",
                    help="print the Markdown table of a results JSON written by --json, or the tables of the "
-                        "pieces in a --pieces directory (one per call), and run nothing")
+                        "pieces in a --pieces directory or below it (one per call), and run nothing")
     # internal: one measurement in a child process
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--arch", help=argparse.SUPPRESS)

@@ -14,6 +14,7 @@ the tests that passed).
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -298,6 +299,13 @@ def test_a_variant_that_fails_leaves_a_failed_piece_and_the_others_run(monkeypat
                for p in _pieces(pieces)}
     assert written["ctxsan"]["failed"].endswith("CUDA error") and "result" not in written["ctxsan"]
     assert [(st["precision"], set(r)) for st, _, r in bench.collect_pieces(pieces)] == [("fp32", {"transformer", "dc"})]
+    # the folder above the calls' own (benchmarks/gpu/bench, holding bench/CALL/) reads the same;
+    # a folder with no piece is an error, not an empty table
+    shutil.copytree(pieces, tmp_path / "bench" / "20261129T180000Z-bench")
+    assert bench.collect_pieces(tmp_path / "bench") == bench.collect_pieces(pieces)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no piece"):
+        bench.collect_pieces(tmp_path / "empty")
     # a file that is no piece (the run's own JSON copied in) is named, not read as one
     (pieces / "b.json").write_text((tmp_path / "b.json").read_text())
     with pytest.raises(ValueError, match="b.json is not a piece"):
