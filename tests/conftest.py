@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fairseq_ctx.architectures import BY_NAME, TINY_FLAGS
+from tests.cuda_guard import cuda_context_guard  # noqa: F401  (an autouse fixture: registered by the import)
 
 # a made-up fifth architecture's files, at the paths they take in the copy of
 # the repository that tests/test_fifth_architecture.py builds: not tests here

@@ -185,6 +185,41 @@ def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path
         "test_toy.py::test_b"]
 
 
+def test_a_broken_cuda_context_costs_one_test_not_its_workers_rest(tmp_path):
+    """A CUDA error breaks its process's context for good (simulated here:
+    the device's synchronize raises once the first test has "crashed").
+    Under xdist, tests.cuda_guard ends that worker after the test, and the
+    next test runs in a fresh one and passes; without the guard it would
+    fail with the first test's error."""
+    (tmp_path / "test_toy.py").write_text(
+        "import pytest, torch\n"
+        "state = {'broken': False}\n"
+        "torch.cuda.is_available = lambda: True\n"
+        "torch.cuda.is_initialized = lambda: True\n"
+        "def _synchronize():\n"
+        "    if state['broken']:\n"
+        "        raise RuntimeError('CUDA error: misaligned address')\n"
+        "torch.cuda.synchronize = _synchronize\n"
+        "@pytest.mark.gpu\n"
+        "def test_a():\n    state['broken'] = True\n    raise RuntimeError('CUDA error: misaligned address')\n"
+        "@pytest.mark.gpu\n"
+        "def test_b():\n    torch.cuda.synchronize()\n")
+    pieces = tmp_path / "pieces"
+    cmd = [sys.executable, "-m", "pytest", "test_toy.py", "-q", "-p", "no:cacheprovider", "-n", "1", "-p",
+           "tests.piece_results", "-W", "ignore::pytest.PytestUnknownMarkWarning"]
+    env = cli_process.env_with_python({**os.environ, "PYTHONPATH": REPO.as_posix()})
+    res = subprocess.run([*cmd, "--pieces", str(pieces), "-p", "tests.cuda_guard"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    outcomes = {json.loads((pieces / p).read_text())["nodeid"]: json.loads((pieces / p).read_text())["outcome"]
+                for p in _pieces(pieces)}
+    assert outcomes == {"test_toy.py::test_a": "failed", "test_toy.py::test_b": "passed"}, res.stdout[-3000:]
+    assert "crashed while running" in res.stdout  # xdist's word for the worker that ended
+    # the same run without the guard: the second test inherits the first one's error
+    res = subprocess.run([*cmd, "--pieces", str(tmp_path / "unguarded")], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert "1 passed" not in res.stdout and "2 failed" in res.stdout, res.stdout[-3000:]
+
+
 @pytest.mark.unit
 def test_the_diagnosis_answers_the_first_calls_two_questions_first():
     """A first 2-minute call measures a few cells of 84: the Base
