@@ -599,8 +599,10 @@ def run_child(opts, label, arch, flags, first=None, timeout=None):
         env["FAIRSEQ_CTX_SDPA"] = opts.sdpa  # the plugin applies it when it registers (fused_attention.py)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise ChildCut(f"benchmark: variant {label} cut at the deadline after {timeout:.0f} s") from None
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr or ""
+        raise ChildCut(f"benchmark: variant {label} cut at the deadline after {timeout:.0f} s; its stderr ended:\n"
+                       f"{err[-1500:]}") from None
     lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCHMARK_JSON ")]
     if proc.returncode != 0 or not lines:
         raise ChildFailed(f"benchmark: variant {label} ({arch} {' '.join(flags)}) failed (exit {proc.returncode}):\n"
@@ -613,6 +615,12 @@ def run_child(opts, label, arch, flags, first=None, timeout=None):
                               f"({', '.join(differ)} differ), so the first round's FLOP counts do not apply")
         result.update({k: first[k] for k in FLOP_KEYS if k in first})
     return result
+
+
+def new_run_id():
+    """A run's name in its files' names: the UTC time it started (as
+    scripts/gpu-call.sh names its calls) and its process id."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
 
 
 def write_json_atomically(path, doc):
@@ -806,7 +814,7 @@ def main():
         if opts.sdpa not in POLICIES:
             p.error(f"--sdpa {opts.sdpa}: not an SDPA policy (one of {', '.join(POLICIES)})")
     runs = {label: [] for label, _, _ in variants}
-    run_id = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+    run_id = new_run_id()
     settings = {k: v for k, v in vars(opts).items() if k not in ("child", "arch", "flags")}
     started, longest, not_run, failed = time.monotonic(), 0.0, [], []
     for round_ in range(opts.repeats):
@@ -822,7 +830,7 @@ def main():
                 # then ends in its own time, with its JSON and tables, not at the tool's limit
                 runs[label].append(run_child(opts, label, arch, flags,
                                              first=runs[label][0] if round_ and runs[label] else None,
-                                             timeout=opts.deadline_s - elapsed if opts.deadline_s else None))
+                                             timeout=max(opts.deadline_s - elapsed, 0.0) if opts.deadline_s else None))
             except ChildCut as e:
                 print(e, file=sys.stderr, flush=True)
                 not_run.append(f"{label} (round {round_ + 1}, cut at the deadline)")

@@ -82,8 +82,8 @@ trap finish EXIT
 # the commit the checkout is at: the copy a GPU machine is sent may come without git's
 # directory, so the session writes it to .gpu/commit before a loan (docs); the study's
 # records take it from FAIRSEQ_CTX_COMMIT then
-COMMIT=$(git rev-parse HEAD 2> /dev/null) || COMMIT=$(cat .gpu/commit 2> /dev/null) || COMMIT=unknown
-export FAIRSEQ_CTX_COMMIT=$COMMIT
+COMMIT=$(git rev-parse HEAD 2> /dev/null) || COMMIT=$(cat .gpu/commit 2> /dev/null) || COMMIT=
+[ -n "$COMMIT" ] && export FAIRSEQ_CTX_COMMIT=$COMMIT
 
 DEVICE=cuda
 for ((i = 0; i < ${#ARGS[@]}; i++)); do
@@ -103,7 +103,7 @@ if [ "$DEVICE" = cuda ]; then
   fi
   { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1
     python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
-    echo "commit $COMMIT"; } > "$OUT/machine.txt"
+    echo "commit ${COMMIT:-unknown}"; } > "$OUT/machine.txt"
   cp "$OUT/machine.txt" "$WORK/logs/$CALL.machine.txt"
 else
   log "device $DEVICE: a rehearsal in this machine's environment, nothing installed"
@@ -133,20 +133,23 @@ case "$STEP" in
     done
     workers=4; [ "$DEVICE" = cuda ] || workers=1
     log "pytest -m gpu, stopped at $(( $(left) - 20 )) s"
-    # SIGINT: pytest stops, reports and exits; every finished test's JSON is written already
+    # SIGINT: pytest stops, reports and exits; every finished test's JSON is written already.
+    # A worker whose CUDA context broke ends (tests/cuda_guard.py): xdist replaces it every time
     timeout --signal=INT --kill-after=15 $(( $(left) - 20 )) \
-      python3 -m pytest tests -m gpu -q -p no:cacheprovider -n "$workers" -p tests.piece_results \
+      python3 -m pytest tests -m gpu -q -p no:cacheprovider -n "$workers" --max-worker-restart 1000 \
+        -p tests.piece_results \
         --pieces "$WORK/tests" --skip-passed "$WORK/tests" "${PYTEST_ARGS[@]}" > "$WORK/logs/$CALL.log" 2>&1
     code=$?
     tail -n 30 "$WORK/logs/$CALL.log"
     ;;
   bench)
     mkdir -p "$WORK/bench/$CALL"
-    log "benchmark, deadline $(( $(left) - 10 )) s"
+    deadline=$(( $(left) - 10 )); (( deadline >= 1 )) || deadline=1  # 0 would be no deadline at all
+    log "benchmark, deadline ${deadline} s"
     # GPU-sized work in short children (~1 min each; --deadline-s starts none that would not end in time)
     python3 scripts/benchmark.py "$DATA" --size base --device cuda --max-tokens 8192 --warmup-updates 5 \
       --train-updates 20 --decode-sentences 256 --decode-batch-size 64 --no-doc-order \
-      --pieces "$WORK/bench/$CALL" --deadline-s $(( $(left) - 10 )) --json "$WORK/logs/$CALL.json" "${ARGS[@]}" \
+      --pieces "$WORK/bench/$CALL" --deadline-s "$deadline" --json "$WORK/logs/$CALL.json" "${ARGS[@]}" \
       > "$WORK/logs/$CALL.log" 2>&1
     code=$?
     tail -n 30 "$WORK/logs/$CALL.log"

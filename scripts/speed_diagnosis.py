@@ -93,8 +93,9 @@ def cells_of(opts):
     call must answer: the first size's transformer (Base: what every
     fairseq user runs) in the first precision under every policy (which
     kernel choice is fastest), then each other size's models in that
-    precision under the first policy (torch's own choice: the study's time
-    per update, which sizes a study call). Then the rest by size, the
+    precision under torch's own choice (the first policy given where torch
+    is not among them: the study's time per update, which sizes a study
+    call; with one size, its context models). Then the rest by size, the
     transformer before the context models, each precision and policy in
     the order given."""
     out = []
@@ -105,12 +106,16 @@ def cells_of(opts):
                     for policy in opts.policies:
                         out.append({"size": size, "model": model, "precision": precision, "policy": policy})
 
+    lead = "torch" if "torch" in opts.policies else opts.policies[0]
+
     def tier(cell):
         if cell["precision"] != opts.precisions[0]:
             return 2
-        if cell["size"] == opts.sizes[0]:
-            return 0 if cell["model"] == "transformer" else 2
-        return 1 if cell["policy"] == opts.policies[0] else 2
+        if cell["size"] == opts.sizes[0] and cell["model"] == "transformer":
+            return 0
+        # the other sizes' models under torch's choice (the only size's, where one is given)
+        other = cell["size"] != opts.sizes[0] or len(opts.sizes) == 1
+        return 1 if other and cell["policy"] == lead else 2
     return sorted(out, key=tier)  # stable: the order above within a tier
 
 
@@ -286,7 +291,7 @@ def main():
     if skipped:
         print(f"speed_diagnosis: {skipped} cells already in {opts.out}, skipped", file=sys.stderr)
     env = {k: v for k, v in os.environ.items() if k != "FAIRSEQ_CTX_SDPA"}  # every policy is set per cell
-    run_id = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+    run_id = benchmark.new_run_id()
     while todo and not (deadline_at and time.time() >= deadline_at):
         cells_file = os.path.join(opts.out, f".cells-{os.getpid()}.todo")  # not a cell: no .json
         with open(cells_file, "w") as f:

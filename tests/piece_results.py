@@ -5,7 +5,8 @@ runbook, scripts/gpu-call.sh): every finished test's outcome survives.
     python3 -m pytest tests -m gpu -p tests.piece_results --pieces DIR [--skip-passed DONE]
 
 ``--pieces DIR``: one file per test, ``DIR/<node id, made a file name>.json``
-with its node id, outcome (passed, failed, skipped, error), duration and, when
+with its node id, outcome (passed, failed, skipped, error, or crashed: its
+xdist worker died), duration and, when
 it did not pass, the end of its report; written through a temporary file and
 a rename, so a kill leaves no half file. ``--skip-passed DONE``: tests whose
 file in DONE says passed (an earlier call's pieces, carried back) are
@@ -76,10 +77,15 @@ def pytest_runtest_logreport(report):
     if not directory:
         return
     # one file per test: the call phase's outcome, or the setup's when the test never ran
-    # (skipped, or an error in a fixture); an error in teardown overrides a pass
+    # (skipped, or an error in a fixture); an error in teardown overrides a pass, and so
+    # does the report xdist makes for a test whose worker died (tests/cuda_guard.py ends
+    # the worker of a test after which the CUDA context is broken), so it is not skipped
+    # as passed next time
+    crashed = report.failed and report.when not in ("setup", "call", "teardown")
     if report.when == "call" or (report.when == "setup" and not report.passed) or \
-            (report.when == "teardown" and report.failed):
-        outcome = report.outcome if report.when == "call" else ("skipped" if report.skipped else "error")
+            (report.when == "teardown" and report.failed) or crashed:
+        outcome = "crashed" if crashed else report.outcome if report.when == "call" else (
+            "skipped" if report.skipped else "error")
         doc = {"nodeid": report.nodeid, "outcome": outcome, "when": report.when,
                "duration_s": round(report.duration, 3)}
         if not report.passed:
