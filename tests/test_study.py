@@ -808,7 +808,7 @@ def test_the_gpu_study_script_copies_the_results_file_the_driver_wrote(tmp_path)
     res = subprocess.run(["bash", "scripts/gpu-study.sh", "5", "--device", "cpu", "--stage", "table",
                           "--results", str(results)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert "| Transformer (baseline), 8000 updates | 1 |" in res.stdout and res.stderr == ""
+    assert "| Transformer (baseline), 8000 updates | " in res.stdout and res.stderr == ""
     assert (tmp_path / "out" / "study" / "check.results").read_bytes() == results.read_bytes()
     assert (tmp_path / "out" / "study" / "check" / "figure.txt").read_text() == "kept\n"
     # runs trained in OUT/study/runs (scripts/gpu-call.sh's work directory) are not copied onto themselves
