@@ -18,8 +18,12 @@
 # from the repository's root) and STUDY_OUT the runs' directory (default
 # runs/study).
 # With OUT set (the run tool's result folder), the results file, its
-# figures, translations and usage reports, and every run's train.done and
-# logs are copied there as they are when the script ends.
+# figures, translations and usage reports, and every run's train.done, logs
+# and evaluation outputs (not the averaged checkpoint) are copied there as
+# they are when the script ends: where the results file is missing (the last
+# evaluation failed, or a kill cut scripts/gpu-call.sh's snapshots short of
+# it), `--stage evaluate --out OUT/study/runs --runs RUNS` rebuilds the
+# records of the runs evaluated from them, decoding nothing.
 #
 # The study needs data/bible/study (built here by the first study command:
 # carry it), data/bible/bin/dict.{es,en}.txt, data/bible/spm/{spm.model,test.es}
@@ -60,6 +64,8 @@ if [ -n "${OUT:-}" ]; then
     mkdir -p "$OUT/study/runs/$name"
     cp -r "$run/logs" "$OUT/study/runs/$name/"
     [ -f "$run/train.done" ] && cp "$run/train.done" "$OUT/study/runs/$name/"
+    # its evaluation outputs but the averaged checkpoint: they rebuild its record (--stage evaluate)
+    [ -d "$run/eval" ] && tar -C "$run" -cf - --exclude='*.pt' --exclude='*.part' eval | tar -C "$OUT/study/runs/$name" -xf -
   done
 fi
 exit $code

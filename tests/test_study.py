@@ -691,6 +691,16 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert same["name"] == "concat" and [e["difference"] for e in same["epochs"]] == [0.0, 0.0]
     assert same["bleu_difference"] == 0 and same["device_here"] == "cpu" and same["agrees"] is None
     assert agree.stdout.splitlines() == [same["reading"]]
+    # a call cut before its results file was written: the evaluation outputs
+    # in the archive (no checkpoint there) rebuild the record on CPU, decoding
+    # nothing; its pairing needs the baseline, which is not among them
+    assert not list((back / "study" / "runs" / "concat").rglob("*.pt"))
+    rebuilt = tmp_path / "rebuilt" / results.name
+    again = _study(data, back / "study" / "runs", rebuilt, "--runs", "concat", "--stage", "evaluate")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    (record,) = json.loads(rebuilt.read_text())["runs"]
+    assert record["vs"] == {} and {**record, "vs": final["concat"]["vs"]} == final["concat"]
+    assert not list((back / "study" / "runs" / "concat").rglob("*.pt"))
     # and --stage status says so
     status = _study(data, out, results, "--runs", "transformer", "concat", "transformer-wide", "--stage", "status")
     assert status.returncode == 0, status.stderr[-3000:]
@@ -1086,6 +1096,67 @@ def test_a_run_locked_by_another_process_is_skipped(tmp_path):
 
 
 @pytest.mark.unit
+def test_a_run_is_evaluated_by_one_process_at_a_time(tmp_path, monkeypatch, capsys):
+    """--jobs' children each evaluate the trained runs they come across, under
+    the run's evaluation lock: one that another process is evaluating is
+    skipped, one whose outputs are all there is not evaluated again; the
+    results file's evaluation waits for the lock."""
+    import fcntl
+    import threading
+    from types import SimpleNamespace
+
+    from fairseq_ctx.study import __main__ as driver
+    from fairseq_ctx.study import evaluate
+    from fairseq_ctx.study.runs import by_name
+
+    out = tmp_path / "out"
+    names = ["transformer", "concat", "transformer-wide"]
+    for name in names:
+        (out / name).mkdir(parents=True)
+
+    def locked(name):  # whether the run's evaluation lock is held (by another open file of it)
+        with open(out / name / "eval.lock", "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            return False
+
+    evaluated = []
+
+    def fake_evaluate(opts, run, *args):
+        evaluated.append((run.name, locked(run.name)))
+        return []
+
+    monkeypatch.setattr(driver, "train", lambda *args: True)  # every run trained, by whichever process
+    monkeypatch.setattr(driver, "evaluate_run", fake_evaluate)
+    monkeypatch.setattr(driver, "read_refs", lambda opts: [])
+    monkeypatch.setattr(driver, "fig_dir_of", lambda opts: str(tmp_path))
+    monkeypatch.setattr(evaluate, "is_evaluated", lambda out_dir, run: run.name == "transformer-wide")
+    held = open(out / "concat" / "eval.lock", "a")
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    opts = SimpleNamespace(results=str(tmp_path / "study.json"), out=str(out), settings=STUDY, deadline_at=None,
+                           evaluate_each=True, landed={})
+    driver.train_all(opts, by_name(names), "bin", "user-dir")
+    assert evaluated == [("transformer", True)] and not locked("transformer")
+    assert capsys.readouterr().out.splitlines() == [
+        "[study] transformer: evaluating", "[study] concat: another study process is evaluating it; skipped"]
+
+    # the parent's evaluation (after its jobs, or a command of its own) waits
+    def evaluate_concat():
+        with evaluate.evaluating(str(out), by_name(["concat"])[0]):
+            fake_evaluate(opts, by_name(["concat"])[0])
+
+    waiting = threading.Thread(target=evaluate_concat)
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive() and evaluated == [("transformer", True)]
+    held.close()
+    waiting.join(10)
+    assert evaluated == [("transformer", True), ("concat", True)]
+
+
+@pytest.mark.unit
 def test_pilot_chooses_the_shortest_budget_whose_double_gains_under_one_percent(tmp_path):
     from fairseq_ctx.study.train import pilot_choice
 
@@ -1224,6 +1295,17 @@ def test_status_reads_where_every_run_stands_and_touches_nothing(tmp_path, capsy
           "--runs", "transformer-wide"])
     assert capsys.readouterr().out.splitlines()[-1] == \
         "training left: about 2.0 CPU hours for 1 run at the rates measured so far"
+    # a process writing the baseline's evaluation holds its eval.lock: trained, and said so
+    evaluator = open(tmp_path / "transformer" / "eval.lock", "a")
+    fcntl.flock(evaluator, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    main(["--out", str(tmp_path), "--results", str(tmp_path / "none.json"), "--stage", "status",
+          "--runs", "transformer", "transformer-wide"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split(None, 4)[1:] == ["4000/4000", "4000", "200.0",
+                                           f"trained, being evaluated (pid {os.getpid()})"]
+    assert lines[3:] == ["1 of 2 runs trained (0 evaluated), 1 training now",
+                         "training left: about 2.0 CPU hours for 1 run at the rates measured so far"]
+    evaluator.close()
     held.close()
     assert lock_holder(str(wide / "train.lock")) is None
 
@@ -1410,6 +1492,11 @@ def test_a_landed_run_trained_again_keeps_its_landed_record(tmp_path, monkeypatc
         pass
 
     def fake_evaluate(opts, run, *args):
+        import fcntl
+
+        with open(out / run.name / "eval.lock", "a") as f:  # evaluated under the run's evaluation lock
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         raise Evaluated(run.name)
 
     monkeypatch.setattr(driver, "evaluate_run", fake_evaluate)

@@ -95,8 +95,7 @@ def train_all(opts, selected, bin_dir, user_dir):
         if ok and run.name in again:  # trained again for a warm start: its record stays the landed one
             echo(f"[study] {run.name}: trained again; {compare_with_landed(history(opts.out, run), landed[run.name])}")
         elif ok and opts.evaluate_each:
-            echo(f"[study] {run.name}: evaluating")
-            evaluate_run(opts, run, {}, bin_dir, user_dir, read_refs(opts), fig_dir_of(opts))
+            evaluate_now(opts, run, bin_dir, user_dir)
         return ok
 
     try:
@@ -105,6 +104,21 @@ def train_all(opts, selected, bin_dir, user_dir):
             one(run)
     except DeadlineReached as e:
         echo(f"[study] deadline: {e}")
+
+
+def evaluate_now(opts, run, bin_dir, user_dir):
+    """``--evaluate-each``: write a trained run's evaluation outputs now,
+    unless they are all there or another process is writing them (it holds
+    the run's evaluation lock); the results file is the parent's, written
+    once every job has ended."""
+    from fairseq_ctx.study import evaluate
+
+    with evaluate.evaluating(opts.out, run, wait=False) as ours:
+        if not ours:
+            echo(f"[study] {run.name}: another study process is evaluating it; skipped")
+        elif not evaluate.is_evaluated(opts.out, run):
+            echo(f"[study] {run.name}: evaluating")
+            evaluate_run(opts, run, {}, bin_dir, user_dir, read_refs(opts), fig_dir_of(opts))
 
 
 def run_pilot(opts, selected, bin_dir, user_dir):
@@ -342,7 +356,8 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
             continue
         if run in selected or evaluated:
             echo(f"[study] {run.name}: evaluating")
-            hyps[run.name] = evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir)
+            with evaluate.evaluating(opts.out, run):  # waits for a process writing its outputs
+                hyps[run.name] = evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir)
 
     extra = {"setup": report.setup_record(opts.study_data, settings)}
     signature = report.pair_all(records, hyps, refs, previous_runs)

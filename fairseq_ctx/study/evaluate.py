@@ -5,7 +5,10 @@ loss, ``fairseq-ctx-context-usage`` (CXMI, and the balanced context test of
 ``fairseq_ctx.study.context_set`` under the four conditions of
 :mod:`fairseq_ctx.evaluation.conditions`, per class), and the paper's analysis of its architecture.  Every step writes its output under ``RUN/eval/`` and is
 skipped when that output exists, so evaluation resumes like training.
+One process at a time writes a run's outputs (:func:`evaluating`).
 """
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -30,6 +33,25 @@ def device_flags(device: str) -> List[str]:
 
 def eval_dir(out: str, run: Run) -> str:
     return os.path.join(run_dir(out, run), "eval")
+
+
+@contextlib.contextmanager
+def evaluating(out: str, run: Run, wait: bool = True):
+    """Hold ``run``'s evaluation lock (``eval.lock`` beside its ``train.lock``)
+    while its outputs are written: the children of ``--jobs`` each evaluate
+    the trained runs they come across, and two evaluating one run would
+    decode it twice and write one ``average.pt.part`` at once.  Yields True
+    once the lock is held, or False at once when another process holds it
+    and ``wait`` is False."""
+    os.makedirs(run_dir(out, run), exist_ok=True)
+    # appended to, never written: opening it changes nothing of the run (closing releases the lock)
+    with open(os.path.join(run_dir(out, run), "eval.lock"), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
 
 
 def _call(cmd: List[str], log: str, what: str):

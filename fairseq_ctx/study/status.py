@@ -42,8 +42,14 @@ UNKNOWN = -1
 LANDED = "landed (its record is in the results; not on this machine)"
 # a landed run trained again here as a warm start (fairseq_ctx.study.train.trained_again)
 AGAIN = "trained again for a warm start (its landed record is kept)"
+# a trained run whose evaluation another process is writing (its eval.lock), "... (pid N)"
+EVALUATING = "trained, being evaluated"
 # the states of a run whose training is over
 FINISHED = ("evaluated", "trained", LANDED, AGAIN)
+
+
+def finished(state: str) -> bool:
+    return state in FINISHED or state.startswith(EVALUATING)
 
 
 def read_logs(out: str, run: Run) -> Tuple[int, int]:
@@ -128,8 +134,10 @@ def run_status(out: str, run: Run, settings: Settings, landed: Optional[Dict[str
     logs = os.path.join(run_dir(out, run), "logs")
     if trained:
         row.update(updates=done["updates"], resumes_from=done["updates"], cpu_seconds=done["train_seconds"])
+        evaluator = lock_holder(os.path.join(run_dir(out, run), "eval.lock"))
         row["state"] = AGAIN if trained_again(out, run, landed, settings) else \
-            "evaluated" if is_evaluated(out, run) else "trained"
+            "evaluated" if is_evaluated(out, run) else \
+            f"{EVALUATING} (pid {evaluator})" if evaluator not in (None, UNKNOWN) else "trained"
     elif row["pid"] == UNKNOWN:
         row["state"] = "unknown: the lock table (/proc/locks) cannot be read"
     elif row["pid"] is not None:
@@ -178,7 +186,7 @@ def remaining_cpu_seconds(rows: Sequence[Dict], runs: Sequence[Run]):
     every = [rate for values in rates[0].values() for rate in values]
     left, unknown = 0.0, []
     for row, run in zip(rows, runs):
-        if row["state"] in FINISHED:
+        if finished(row["state"]):
             continue
         alike = next((by[key(run)] for by, key in zip(rates, keys) if key(run) in by), every)
         rate = row["rate"] if row["rate"] is not None else (sum(alike) / len(alike) if alike else None)
@@ -203,15 +211,15 @@ def report(out: str, runs: Sequence[Run], settings: Settings, landed: Optional[D
                      f"{r['cpu_seconds'] / 60:>7.1f}  {r['state']}")
     # a landed run counts as trained and evaluated wherever it stands here
     away = sum(r["state"] == LANDED or r["state"].startswith("landed, not on this machine") for r in rows)
-    trained = sum(r.get("landed", False) or r["state"] in ("evaluated", "trained") for r in rows)
+    trained = sum(r.get("landed", False) or finished(r["state"]) for r in rows)
     evaluated = sum(r.get("landed", False) or r["state"] == "evaluated" for r in rows)
     training = sum(r["state"].startswith("training") for r in rows)
     lines.append(f"{trained} of {len(rows)} run{'s' * (len(rows) != 1)} trained ({evaluated} evaluated"
                  + (f"; {away} landed earlier, not on this machine" if away else "")
                  + f"), {training} training now")
     left, unknown = remaining_cpu_seconds(rows, runs)
-    again = [r["name"] for r in rows if r.get("landed") and r["state"] not in FINISHED]
-    counted = sum(r["state"] not in FINISHED for r in rows) - len(unknown)
+    again = [r["name"] for r in rows if r.get("landed") and not finished(r["state"])]
+    counted = sum(not finished(r["state"]) for r in rows) - len(unknown)
     if counted:
         lines.append(f"training left: about {left / 3600:.1f} CPU hours for {counted} run{'s' * (counted > 1)}"
                      + (f" ({', '.join(again)} trained again for a warm start)" if again else "")
