@@ -1157,6 +1157,27 @@ def test_a_run_is_evaluated_by_one_process_at_a_time(tmp_path, monkeypatch, caps
 
 
 @pytest.mark.unit
+def test_a_line_of_the_driver_is_one_write(monkeypatch):
+    """--jobs' children share one stdout, unbuffered on a GPU machine: a line
+    written in two pieces (print's text, then its newline) can interleave
+    with another process's line."""
+    from fairseq_ctx.study.__main__ import echo
+
+    class Recorder:
+        writes = []
+
+        def write(self, text):
+            self.writes.append(text)
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Recorder())
+    echo("[study] transformer: evaluating")
+    assert Recorder.writes == ["[study] transformer: evaluating\n"]
+
+
+@pytest.mark.unit
 def test_pilot_chooses_the_shortest_budget_whose_double_gains_under_one_percent(tmp_path):
     from fairseq_ctx.study.train import pilot_choice
 

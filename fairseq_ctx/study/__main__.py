@@ -75,7 +75,10 @@ def parse_args(argv=None):
 
 
 def echo(line: str):
-    print(line, flush=True)
+    # one write, newline included: --jobs' children share one stdout, and with
+    # PYTHONUNBUFFERED (the GPU runbook's) print's two writes interleave
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def train_all(opts, selected, bin_dir, user_dir):
