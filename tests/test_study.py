@@ -1157,6 +1157,39 @@ def test_a_run_is_evaluated_by_one_process_at_a_time(tmp_path, monkeypatch, caps
 
 
 @pytest.mark.unit
+def test_jobs_are_this_command_training_one_run_each_to_the_parents_deadline(monkeypatch):
+    """--jobs N starts N copies of the command at --stage train with one job
+    each (evaluating as runs finish when the whole study was asked for), all
+    stopping at the parent's deadline as a time: a child's --deadline would
+    count from its own start, seconds later."""
+    import subprocess
+
+    from fairseq_ctx.study.__main__ import parse_args, train_in_parallel
+
+    started = []
+
+    class Child:
+        def __init__(self, cmd):
+            started.append(cmd)
+
+        def wait(self):
+            return len(started) - 1
+
+    monkeypatch.setattr(subprocess, "Popen", Child)
+    argv = ["--device", "cuda", "--jobs", "3", "--deadline", "330", "--stage=all", "--runs", "transformer", "concat"]
+    assert train_in_parallel(argv, 3, True, 1234567890.25) == [2, 2, 2]
+    assert len(started) == 3 and started[0] == started[2]
+    assert started[0][:3] == [sys.executable, "-m", "fairseq_ctx.study"]
+    child = parse_args(started[0][3:])
+    assert (child.jobs, child.stage, child.evaluate_each, child.deadline, child.deadline_at) == \
+        (1, "train", True, None, 1234567890.25)
+    assert (child.device, child.runs) == ("cuda", ["transformer", "concat"])
+    started.clear()
+    train_in_parallel(["--jobs=2", "--deadline=5"], 2, False)
+    assert started[0][3:] == ["--stage", "train", "--jobs", "1"]
+
+
+@pytest.mark.unit
 def test_a_line_of_the_driver_is_one_write(monkeypatch):
     """--jobs' children share one stdout, unbuffered on a GPU machine: a line
     written in two pieces (print's text, then its newline) can interleave

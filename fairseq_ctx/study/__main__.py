@@ -27,6 +27,7 @@ import shutil
 import sys
 import time
 from dataclasses import replace
+from typing import Optional
 
 from fairseq_ctx.study import runs as study_runs
 from fairseq_ctx.study.report import family
@@ -65,6 +66,9 @@ def parse_args(argv=None):
                    help="stop training this many seconds from now: the run in training is stopped (it resumes "
                         "with the same command), none is started after it, and what finished is evaluated")
     p.add_argument("--evaluate-each", action="store_true", help=argparse.SUPPRESS)  # set for --jobs' children
+    # --jobs' children: the parent's deadline as a time (each child's --deadline would count from its own
+    # start, seconds after the parent's, importing torch and fairseq)
+    p.add_argument("--deadline-at", type=float, help=argparse.SUPPRESS)
     p.add_argument("--pilot", action="store_true",
                    help="train the pilot that chooses the budget: the baseline at 1000, 2000, 4000, ... updates, "
                         "shortest first, until doubling a budget improves the final validation loss by less than "
@@ -151,20 +155,20 @@ def run_pilot(opts, selected, bin_dir, user_dir):
         echo(f"[pilot] written: {path}")
 
 
-def train_in_parallel(argv, jobs: int, evaluate_each: bool) -> list:
+def train_in_parallel(argv, jobs: int, evaluate_each: bool, deadline_at: Optional[float] = None) -> list:
     """``jobs`` training processes of this same command (one job each):
     each walks the run list in order and skips a run another one holds, so
-    the first ``jobs`` runs train at once and the next start as they end.
-    Returns their exit codes."""
+    the first ``jobs`` runs train at once and the next start as they end;
+    all stop at ``deadline_at`` (time.time()).  Returns their exit codes."""
     import subprocess
 
-    argv = [a for i, a in enumerate(argv) if a != "--jobs" and (i == 0 or argv[i - 1] != "--jobs")]
-    argv = [a for a in argv if not a.startswith("--jobs=")]
-    argv = [a for i, a in enumerate(argv) if a != "--stage" and (i == 0 or argv[i - 1] != "--stage")]
-    argv = [a for a in argv if not a.startswith("--stage=")]
+    for flag in ("--jobs", "--stage", "--deadline"):
+        argv = [a for i, a in enumerate(argv) if a != flag and (i == 0 or argv[i - 1] != flag)]
+        argv = [a for a in argv if not a.startswith(flag + "=")]
     # each job evaluates its runs as they finish when the whole study was asked for
     cmd = [sys.executable, "-m", "fairseq_ctx.study", *argv, "--stage", "train", "--jobs", "1",
-           *(["--evaluate-each"] if evaluate_each else [])]
+           *(["--evaluate-each"] if evaluate_each else []),
+           *(["--deadline-at", repr(deadline_at)] if deadline_at is not None else [])]
     procs = [subprocess.Popen(cmd) for _ in range(jobs)]
     return [p.wait() for p in procs]
 
@@ -434,7 +438,8 @@ def main(argv=None):
 
         if not torch.cuda.is_available():  # never train silently on the CPU instead
             sys.exit(f"{ERROR_PREFIX}--device cuda: no CUDA device is visible to torch {torch.__version__}")
-    opts.deadline_at = None if opts.deadline is None else time.time() + opts.deadline
+    if opts.deadline_at is None and opts.deadline is not None:
+        opts.deadline_at = time.time() + opts.deadline
     try:
         if opts.pilot:  # the pilot chose the budget on the whole training split
             return run_pilot(opts, selected, bin_dir, user_dir)
@@ -453,7 +458,8 @@ def main(argv=None):
         codes = []
         if opts.stage in ("train", "all"):
             if opts.jobs > 1:
-                codes = train_in_parallel(argv if argv is not None else sys.argv[1:], opts.jobs, opts.stage == "all")
+                codes = train_in_parallel(argv if argv is not None else sys.argv[1:], opts.jobs, opts.stage == "all",
+                                          opts.deadline_at)
             else:
                 train_all(opts, selected, bin_dir, user_dir)
         if opts.stage in ("evaluate", "all"):
