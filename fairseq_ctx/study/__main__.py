@@ -457,8 +457,9 @@ def main(argv=None):
         runs_of_results(opts.results, selected, read(opts.results)[1])  # before any training: the kinds never mix
         codes = []
         if opts.stage in ("train", "all"):
-            if opts.jobs > 1:
-                codes = train_in_parallel(argv if argv is not None else sys.argv[1:], opts.jobs, opts.stage == "all",
+            jobs = min(opts.jobs, len(selected))  # a job more than runs would start, find nothing and end
+            if jobs > 1:
+                codes = train_in_parallel(argv if argv is not None else sys.argv[1:], jobs, opts.stage == "all",
                                           opts.deadline_at)
             else:
                 train_all(opts, selected, bin_dir, user_dir)
