@@ -31,7 +31,7 @@ from typing import Optional
 
 from fairseq_ctx.study import runs as study_runs
 from fairseq_ctx.study.report import family
-from fairseq_ctx.study.train import (StudyError, history, is_trained, params_from_logs, read_done, train,
+from fairseq_ctx.study.train import (StudyError, history, is_trained, params_from_logs, read_done, to_train, train,
                                      trained_again)
 from fairseq_ctx.errors import ERROR_PREFIX  # every tool's (docs/errors.md)
 
@@ -90,7 +90,7 @@ def train_all(opts, selected, bin_dir, user_dir):
     run as soon as it has trained (its outputs only: the results file is
     written once, by the process that started the jobs).  Stops at the
     deadline: the run in training resumes with the same command later."""
-    from fairseq_ctx.study.train import DeadlineReached, compare_with_landed, to_train
+    from fairseq_ctx.study.train import DeadlineReached, compare_with_landed
 
     landed = opts.landed
     order, lines, again = to_train(selected, opts.out, landed, opts.settings)
@@ -457,7 +457,8 @@ def main(argv=None):
         runs_of_results(opts.results, selected, read(opts.results)[1])  # before any training: the kinds never mix
         codes = []
         if opts.stage in ("train", "all"):
-            jobs = min(opts.jobs, len(selected))  # a job more than runs would start, find nothing and end
+            # a job more than runs to train would start, find nothing and end
+            jobs = min(opts.jobs, len(to_train(selected, opts.out, opts.landed, opts.settings)[0]))
             if jobs > 1:
                 codes = train_in_parallel(argv if argv is not None else sys.argv[1:], jobs, opts.stage == "all",
                                           opts.deadline_at)

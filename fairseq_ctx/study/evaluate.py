@@ -48,10 +48,10 @@ def evaluating(out: str, run: Run, wait: bool = True):
     with open(os.path.join(run_dir(out, run), "eval.lock"), "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            ours = True
         except BlockingIOError:
-            yield False
-            return
-        yield True
+            ours = False
+        yield ours  # outside the except: an error of the with-body keeps its own context
 
 
 def _call(cmd: List[str], log: str, what: str):
