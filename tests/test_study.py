@@ -1142,18 +1142,24 @@ def test_a_run_is_evaluated_by_one_process_at_a_time(tmp_path, monkeypatch, caps
     assert capsys.readouterr().out.splitlines() == [
         "[study] transformer: evaluating", "[study] concat: another study process is evaluating it; skipped"]
 
-    # the parent's evaluation (after its jobs, or a command of its own) waits
+    # the parent's evaluation (after its jobs, or a command of its own) waits, and says so
+    said = []
+
     def evaluate_concat():
-        with evaluate.evaluating(str(out), by_name(["concat"])[0]):
+        with evaluate.evaluating(str(out), by_name(["concat"])[0], echo=said.append):
             fake_evaluate(opts, by_name(["concat"])[0])
 
     waiting = threading.Thread(target=evaluate_concat)
     waiting.start()
     waiting.join(0.5)
     assert waiting.is_alive() and evaluated == [("transformer", True)]
+    assert said == ["[study] concat: another study process is evaluating it; waiting for it"]
     held.close()
     waiting.join(10)
     assert evaluated == [("transformer", True), ("concat", True)]
+    # a free lock: taken at once, nothing said
+    with evaluate.evaluating(str(out), by_name(["concat"])[0], echo=said.append) as ours:
+        assert ours and locked("concat") and len(said) == 1
 
 
 @pytest.mark.unit

@@ -363,7 +363,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
             continue
         if run in selected or evaluated:
             echo(f"[study] {run.name}: evaluating")
-            with evaluate.evaluating(opts.out, run):  # waits for a process writing its outputs
+            with evaluate.evaluating(opts.out, run, echo=echo):  # waits for a process writing its outputs
                 hyps[run.name] = evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir)
 
     extra = {"setup": report.setup_record(opts.study_data, settings)}

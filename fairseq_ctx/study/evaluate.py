@@ -36,21 +36,27 @@ def eval_dir(out: str, run: Run) -> str:
 
 
 @contextlib.contextmanager
-def evaluating(out: str, run: Run, wait: bool = True):
+def evaluating(out: str, run: Run, wait: bool = True, echo=None):
     """Hold ``run``'s evaluation lock (``eval.lock`` beside its ``train.lock``)
     while its outputs are written: the children of ``--jobs`` each evaluate
     the trained runs they come across, and two evaluating one run would
     decode it twice and write one ``average.pt.part`` at once.  Yields True
     once the lock is held, or False at once when another process holds it
-    and ``wait`` is False."""
+    and ``wait`` is False; with ``wait``, says so through ``echo`` before
+    waiting (a process that hangs would otherwise hold this one silently)."""
     os.makedirs(run_dir(out, run), exist_ok=True)
     # appended to, never written: opening it changes nothing of the run (closing releases the lock)
     with open(os.path.join(run_dir(out, run), "eval.lock"), "a") as lock:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             ours = True
         except BlockingIOError:
             ours = False
+        if not ours and wait:
+            if echo is not None:
+                echo(f"[study] {run.name}: another study process is evaluating it; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            ours = True
         yield ours  # outside the except: an error of the with-body keeps its own context
 
 
