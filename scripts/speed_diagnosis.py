@@ -225,8 +225,13 @@ def run_cells(opts, cells):
 
 # ---------------------------------------------------------------- the parent
 def summary(out_dir) -> str:
-    """The Markdown table of every cell in ``out_dir``."""
-    rows = []
+    """The Markdown table of every cell in ``out_dir``; below it, per
+    study-size cell measured, the seconds a study run's updates take there
+    (what a study call's deadline must hold, before start-up, validations,
+    checkpoint saves and evaluation)."""
+    from fairseq_ctx.study.runs import STUDY  # torch-free
+
+    rows, study = [], []
     for name in sorted(os.listdir(out_dir)):
         if not name.endswith(".json"):
             continue
@@ -241,9 +246,15 @@ def summary(out_dir) -> str:
         rows.append((key, f"| {c['size']} | {c['model']} | {c['precision']} | {c['policy']} "
                           f"| {c['fresh_median_ms']:.1f} | {c['seen_median_ms']:.1f} "
                           f"| {benchmark.kernel_summary(c['kernels'])} | {c['device_name']} |"))
+        if c["size"] == "study":
+            # after its first epoch (of 16) a run's batches bring shapes it has seen
+            study.append((key, f"a study run ({STUDY.budget:,} updates), {c['model']}, {c['precision']}, "
+                               f"{c['policy']}: {STUDY.budget * c['seen_median_ms'] / 1000:.0f} s of updates "
+                               f"({c['seen_median_ms']:.1f} ms each, shapes seen)"))
     head = ["| size | model | precision | SDPA policy | ms per update, new shapes | ms per update, seen shapes "
             "| attention kernels that ran (forward + backward calls) | device |", "|---|---|---|---|---|---|---|---|"]
-    return "\n".join(head + [row for _, row in sorted(rows)]) + "\n"
+    plan = ["", *(line for _, line in sorted(study))] if study else []
+    return "\n".join(head + [row for _, row in sorted(rows)] + plan) + "\n"
 
 
 def main():

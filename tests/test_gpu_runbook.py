@@ -253,6 +253,33 @@ def test_the_diagnosis_answers_the_first_calls_two_questions_first():
 
 
 @pytest.mark.unit
+def test_the_diagnosis_table_gives_the_seconds_of_a_study_runs_updates(tmp_path):
+    """What a study call's deadline must hold: below the table, per study-size
+    cell measured (not a failed one, not another size), the study's budget
+    times its time per update on shapes seen."""
+    diag = load_script("speed_diagnosis")
+
+    def cell(size, model, precision, fresh, seen, failed=None):
+        c = {"size": size, "model": model, "precision": precision, "policy": "torch", "fresh_median_ms": fresh,
+             "seen_median_ms": seen, "kernels": {"calls": 2, "flash": 2}, "device_name": "NVIDIA H200"}
+        (tmp_path / f"{size}-{model}-{precision}-torch.json").write_text(json.dumps(
+            {**c, "failed": failed} if failed else c))
+
+    cell("base", "transformer", "bf16", 50.0, 40.0)
+    cell("study", "transformer", "fp32", 30.0, 20.25)
+    cell("study", "dc", "bf16", 35.0, 25.0)
+    cell("study", "ctxsan", "bf16", 0, 0, failed="CUDA error")
+    lines = diag.summary(str(tmp_path)).splitlines()
+    assert lines[2:6] == ["| base | transformer | bf16 | torch | 50.0 | 40.0 | flash 2 | NVIDIA H200 |",
+                          "| study | transformer | fp32 | torch | 30.0 | 20.2 | flash 2 | NVIDIA H200 |",
+                          "| study | ctxsan | bf16 | torch | failed: CUDA error | | | |",
+                          "| study | dc | bf16 | torch | 35.0 | 25.0 | flash 2 | NVIDIA H200 |"]
+    assert lines[6:] == ["", "a study run (4,000 updates), transformer, fp32, torch: 81 s of updates (20.2 ms each, "
+                             "shapes seen)",
+                         "a study run (4,000 updates), dc, bf16, torch: 100 s of updates (25.0 ms each, shapes seen)"]
+
+
+@pytest.mark.unit
 def test_benchmark_deadline_starts_no_child_that_would_not_end_in_time(monkeypatch, tmp_path):
     """``--deadline-s``: the first child always starts; after it, no child
     starts unless the longest child so far still fits; the rest are listed,
