@@ -10,8 +10,8 @@ import pytest
 
 from fairseq_ctx.study.agreement import _T975, compare, main, prediction_interval
 from fairseq_ctx.study.runs import run_of
-from fairseq_ctx.study.train import StudyError, history
-from tests.utils import REPO, fairseq_epoch_end_line, fairseq_valid_line
+from fairseq_ctx.study.train import StudyError, history, train_walls
+from tests.utils import REPO, fairseq_epoch_end_line, fairseq_train_line, fairseq_valid_line
 
 LANDED = os.path.join(REPO, "benchmarks", "study-bible-budget.json")
 MACHINES = os.path.join(REPO, "benchmarks", "study-machine-agreement.json")
@@ -151,18 +151,30 @@ def test_without_two_landed_seeds_there_is_no_verdict():
 def test_a_gpu_runs_one_log_times_its_last_epoch_only(tmp_path):
     """On a GPU one fairseq process trains the whole run: one log holds every
     epoch, and the process's times belong to the last epoch it finished, so
-    the time per update is known there and nowhere else (not 0 before it)."""
+    the time per update is known there and nowhere else (not 0 before it);
+    fairseq's own time in each epoch's training steps splits it by epoch
+    (the first, on new shapes, apart)."""
     logs = tmp_path / "transformer" / "logs"
     logs.mkdir(parents=True)
+    walls = {1: 3, 2: 1}
     (logs / "epoch-001.log").write_text("".join(
-        fairseq_valid_line(e, loss, 10 * e) + fairseq_epoch_end_line(e) for e, loss in ((1, 7.0), (2, 6.0))))
+        fairseq_valid_line(e, loss, 10 * e) + fairseq_epoch_end_line(e)
+        + fairseq_train_line(e, 10 * e, walls[e], 2 * e + 1) for e, loss in ((1, 7.0), (2, 6.0))))
     (logs / "epoch-001.seconds").write_text("4.0")
     (logs / "epoch-001.cpu").write_text("3.0")
     landed = _records([28.75, 29.01, 28.78], [[7.0, 6.0], [7.1, 6.1], [6.9, 5.9]])
-    got = compare("transformer", history(str(tmp_path), run_of(landed["transformer"])), landed)
+    run = run_of(landed["transformer"])
+    assert train_walls(str(tmp_path), run) == {1: 3.0, 2: 1.0}
+    got = compare("transformer", history(str(tmp_path), run), landed, walls=train_walls(str(tmp_path), run))
     assert [e["seconds_per_update_here"] for e in got["epochs"]] == [None, 0.2]
     assert [e["cpu_seconds_per_update_here"] for e in got["epochs"]] == [None, 0.15]
+    assert [e["train_wall_seconds_per_update_here"] for e in got["epochs"]] == [0.3, 0.1]
     assert [e["difference"] for e in got["epochs"]] == [0.0, 0.0] and got["agrees"] is True
+    # the command reads them from the logs
+    (tmp_path / "landed.json").write_text(json.dumps({"runs": [dict(rec, status="trained", updates=rec["budget"])
+                                                                for rec in landed.values()]}))
+    (written,) = main(["--out", str(tmp_path), "--landed", str(tmp_path / "landed.json"), "--runs", "transformer"])
+    assert written == got
 
 
 @pytest.mark.unit

@@ -369,3 +369,10 @@ def fairseq_valid_line(epoch, loss, updates):
 def fairseq_epoch_end_line(epoch):
     """fairseq-train's end-of-epoch log line."""
     return f"x | INFO | fairseq_cli.train | end of epoch {epoch} (average epoch stats below)\n"
+
+
+def fairseq_train_line(epoch, updates, train_wall, wall):
+    """fairseq-train's summary of an epoch's training, after its end-of-epoch line."""
+    return (f"x | INFO | train | epoch {epoch:03d} | loss 3.958 | nll_loss 2.471 | ppl 5.54 | wps 5135.3 | ups 1.46 | "
+            f"wpb 3526 | bsz 108.6 | num_updates {updates} | lr 0.0012 | gnorm 0.711 | clip 2.7 | "
+            f"train_wall {train_wall} | wall {wall}\n")

@@ -45,7 +45,7 @@ from typing import Dict, List, Optional
 from fairseq_ctx.errors import ERROR_PREFIX
 from fairseq_ctx.study.report import family
 from fairseq_ctx.study.runs import run_of
-from fairseq_ctx.study.train import StudyError, code_commit, history, machines
+from fairseq_ctx.study.train import StudyError, code_commit, history, machines, train_walls
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LANDED = os.path.join(REPO, "benchmarks", "study-bible-budget.json")
@@ -83,14 +83,16 @@ def seed_pairs(seeds: List[Dict], epochs: List[int]) -> List[Dict]:
             for i, a in enumerate(whole) for b in whole[i + 1:]]
 
 
-def compare(name: str, hist: List[Dict], landed: Dict[str, Dict], here: Optional[Dict] = None) -> Dict:
+def compare(name: str, hist: List[Dict], landed: Dict[str, Dict], here: Optional[Dict] = None,
+            walls: Optional[Dict[int, float]] = None) -> Dict:
     """One run trained again (``hist``: its :func:`history`; ``here``: its
-    record where it was evaluated) against its landed record and seeds."""
+    record where it was evaluated; ``walls``: its :func:`train_walls`)
+    against its landed record and seeds."""
     land, seeds = landed[name], seeds_of(name, landed)
     if here is not None and here.get("budget") not in (None, land.get("budget")):
         raise StudyError(f"{name}: trained here to a budget of {here['budget']} updates, landed at "
                          f"{land.get('budget')}: not the same run")
-    rows, wall = [], 0.0
+    rows, wall, walls, before = [], 0.0, walls or {}, 0
     for h in hist:
         if h["epoch"] > len(land.get("history", [])):
             break  # trained past its landed record: nothing to compare with
@@ -111,7 +113,11 @@ def compare(name: str, hist: List[Dict], landed: Dict[str, Dict], here: Optional
                      "seeds_valid_loss": at, "seeds_sd": round(statistics.stdev(at), 4) if len(at) > 1 else None,
                      "seeds_range": round(max(at) - min(at), 3),
                      "cpu_seconds_per_update_here": round(h["train_seconds"] / h["updates"], 3) if timed else None,
-                     "seconds_per_update_here": round(wall / h["updates"], 3) if "seconds" in h else None})
+                     "seconds_per_update_here": round(wall / h["updates"], 3) if "seconds" in h else None,
+                     # fairseq's own, per epoch (whole seconds): where one process trained several epochs
+                     "train_wall_seconds_per_update_here": round(walls[h["epoch"]] / (h["updates"] - before), 4)
+                     if h["epoch"] in walls and h["updates"] > before else None})
+        before = h["updates"]
     # where it trained: its record says once it finished (--here); the CPU of each epoch is in its logs
     out = {"name": name, "device_here": (here or {}).get("device"), "precision_here": (here or {}).get("precision"),
            "machines_here": machines(hist), "landed_device": land.get("device"),
@@ -187,7 +193,8 @@ def main(argv=None):
         sys.exit(f"{ERROR_PREFIX}--out {opts.out}: no logs of {' '.join(absent)} there "
                  f"({os.path.join(opts.out, absent[0], 'logs', 'epoch-NNN.log')})")
     try:
-        compared = [compare(n, history(opts.out, run_of(landed[n])), landed, here.get(n)) for n in names]
+        compared = [compare(n, history(opts.out, run_of(landed[n])), landed, here.get(n),
+                            train_walls(opts.out, run_of(landed[n]))) for n in names]
     except StudyError as e:
         sys.exit(f"{ERROR_PREFIX}{e}")
     for rec in compared:

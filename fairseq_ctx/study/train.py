@@ -37,6 +37,8 @@ _VALID_RE = re.compile(r"\| valid \| epoch (\d+) \| valid on 'valid' subset \| l
                        r".*?\| num_updates (\d+)")
 # printed once an epoch's batches are done (or the update budget is reached)
 _END_RE = re.compile(r"end of epoch (\d+) \(average epoch stats below\)")
+# the epoch's training summary after it, e.g. "| train | epoch 013 | loss 3.958 | ... | train_wall 176 | wall 182"
+_TRAIN_WALL_RE = re.compile(r"\| train \| epoch (\d+) \|.*\| train_wall ([\d.]+)")
 _PARAMS_RE = re.compile(r"num\. shared model params: ([\d,]+)")
 
 
@@ -100,6 +102,25 @@ def history(out: str, run: Run) -> List[Dict]:
         total += rows[epoch].get("cpu", rows[epoch].get("seconds", 0.0))
         out_rows.append(dict(rows[epoch], train_seconds=round(total, 1)))
     return out_rows
+
+
+def train_walls(out: str, run: Run) -> Dict[int, float]:
+    """fairseq's own seconds in each finished epoch's training steps (its
+    ``train_wall``, whole seconds, reset every epoch; validations and
+    checkpoint saves left out), from the epoch logs.  On a GPU one process
+    trains every epoch and the run's time files hold its whole time: these
+    split it by epoch (the first epoch's shapes are all new)."""
+    logs = os.path.join(run_dir(out, run), "logs")
+    walls: Dict[int, float] = {}
+    if not os.path.isdir(logs):
+        return walls
+    for name in sorted(n for n in os.listdir(logs) if re.fullmatch(r"epoch-\d+\.log", n)):
+        with open(os.path.join(logs, name), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = _TRAIN_WALL_RE.search(line)
+                if m:
+                    walls[int(m.group(1))] = float(m.group(2))
+    return walls
 
 
 def settings_of(run: Run, settings: Settings = STUDY, out: Optional[str] = None,
