@@ -73,6 +73,9 @@ import benchmark  # noqa: E402  (this directory's; torch-free at import)
 from fairseq_ctx import architectures  # noqa: E402  (torch-free)
 
 SIZES = ("base", "study", "toy")
+# updates in an epoch of the study's training data at its 4,096-token batches, one sentence an input (the
+# landed runs' first epoch, benchmarks/study-bible-budget.json; tests/test_gpu_runbook.py checks it)
+STUDY_EPOCH_UPDATES = 263
 MODELS = ("transformer", "ctxsan", "dc")
 PRECISIONS = ("bf16", "fp16", "fp32")
 POLICY_NAMES = ("torch", "cudnn-last", "no-cudnn", "flash", "efficient", "cudnn", "math")  # fused_attention.POLICIES
@@ -247,10 +250,12 @@ def summary(out_dir) -> str:
                           f"| {c['fresh_median_ms']:.1f} | {c['seen_median_ms']:.1f} "
                           f"| {benchmark.kernel_summary(c['kernels'])} | {c['device_name']} |"))
         if c["size"] == "study":
-            # after its first epoch (of 16) a run's batches bring shapes it has seen
+            # the first epoch's batches bring shapes new to the process, the later ones shapes it has seen
+            first = min(STUDY_EPOCH_UPDATES, STUDY.budget)
+            seconds = (first * c["fresh_median_ms"] + (STUDY.budget - first) * c["seen_median_ms"]) / 1000
             study.append((key, f"a study run ({STUDY.budget:,} updates), {c['model']}, {c['precision']}, "
-                               f"{c['policy']}: {STUDY.budget * c['seen_median_ms'] / 1000:.0f} s of updates "
-                               f"({c['seen_median_ms']:.1f} ms each, shapes seen)"))
+                               f"{c['policy']}: about {seconds:.0f} s of updates ({first} at "
+                               f"{c['fresh_median_ms']:.1f} ms, new shapes; the rest at {c['seen_median_ms']:.1f} ms)"))
     head = ["| size | model | precision | SDPA policy | ms per update, new shapes | ms per update, seen shapes "
             "| attention kernels that ran (forward + backward calls) | device |", "|---|---|---|---|---|---|---|---|"]
     plan = ["", *(line for _, line in sorted(study))] if study else []

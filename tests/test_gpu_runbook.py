@@ -256,7 +256,8 @@ def test_the_diagnosis_answers_the_first_calls_two_questions_first():
 def test_the_diagnosis_table_gives_the_seconds_of_a_study_runs_updates(tmp_path):
     """What a study call's deadline must hold: below the table, per study-size
     cell measured (not a failed one, not another size), the study's budget
-    times its time per update on shapes seen."""
+    at its time per update: the first epoch's (the landed runs') on new
+    shapes, the rest on seen ones."""
     diag = load_script("speed_diagnosis")
 
     def cell(size, model, precision, fresh, seen, failed=None):
@@ -274,9 +275,16 @@ def test_the_diagnosis_table_gives_the_seconds_of_a_study_runs_updates(tmp_path)
                           "| study | transformer | fp32 | torch | 30.0 | 20.2 | flash 2 | NVIDIA H200 |",
                           "| study | ctxsan | bf16 | torch | failed: CUDA error | | | |",
                           "| study | dc | bf16 | torch | 35.0 | 25.0 | flash 2 | NVIDIA H200 |"]
-    assert lines[6:] == ["", "a study run (4,000 updates), transformer, fp32, torch: 81 s of updates (20.2 ms each, "
-                             "shapes seen)",
-                         "a study run (4,000 updates), dc, bf16, torch: 100 s of updates (25.0 ms each, shapes seen)"]
+    # 263 x 30 + 3737 x 20.25 ms; 263 x 35 + 3737 x 25 ms
+    assert lines[6:] == ["", "a study run (4,000 updates), transformer, fp32, torch: about 84 s of updates (263 at "
+                             "30.0 ms, new shapes; the rest at 20.2 ms)",
+                         "a study run (4,000 updates), dc, bf16, torch: about 103 s of updates (263 at 35.0 ms, new "
+                         "shapes; the rest at 25.0 ms)"]
+    landed = json.loads(open(os.path.join(REPO, "benchmarks", "study-bible-budget.json")).read())["runs"]
+    # the diagnosis's models read one sentence (concatenation's longer inputs make more batches)
+    assert {rec["history"][0]["updates"] for rec in landed if rec.get("history") and rec.get("budget") == 4000
+            and rec["arch"] in ("transformer", "transformer_ctxsan", "transformer_dc")
+            and not rec["name"].startswith("concat")} == {diag.STUDY_EPOCH_UPDATES}
 
 
 @pytest.mark.unit

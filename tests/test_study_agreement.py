@@ -152,24 +152,35 @@ def test_a_gpu_runs_one_log_times_its_last_epoch_only(tmp_path):
     """On a GPU one fairseq process trains the whole run: one log holds every
     epoch, and the process's times belong to the last epoch it finished, so
     the time per update is known there and nowhere else (not 0 before it);
-    fairseq's own time in each epoch's training steps splits it by epoch
-    (the first, on new shapes, apart)."""
+    fairseq's own time in each epoch's training steps splits it: the epoch
+    each process finished first (shapes new to it) apart from the others,
+    each summed (an epoch's whole seconds are coarse)."""
     logs = tmp_path / "transformer" / "logs"
     logs.mkdir(parents=True)
-    walls = {1: 3, 2: 1}
-    (logs / "epoch-001.log").write_text("".join(
-        fairseq_valid_line(e, loss, 10 * e) + fairseq_epoch_end_line(e)
-        + fairseq_train_line(e, 10 * e, walls[e], 2 * e + 1) for e, loss in ((1, 7.0), (2, 6.0))))
-    (logs / "epoch-001.seconds").write_text("4.0")
-    (logs / "epoch-001.cpu").write_text("3.0")
-    landed = _records([28.75, 29.01, 28.78], [[7.0, 6.0], [7.1, 6.1], [6.9, 5.9]])
+    walls = {1: 3, 2: 1, 3: 2, 4: 1}
+    # a deadline stopped the first process after epoch 2; the second resumed at epoch 3
+    for log, epochs in (("epoch-001.log", (1, 2)), ("epoch-003.log", (3, 4))):
+        (logs / log).write_text("".join(
+            fairseq_valid_line(e, 8.0 - e, 10 * e) + fairseq_epoch_end_line(e)
+            + fairseq_train_line(e, 10 * e, walls[e], 2 * e + 1) for e in epochs))
+    for n, seconds, cpu in ((1, "4.0", "3.0"), (3, "6.0", "5.0")):
+        (logs / f"epoch-{n:03d}.seconds").write_text(seconds)
+        (logs / f"epoch-{n:03d}.cpu").write_text(cpu)
+    landed = _records([28.75, 29.01, 28.78], [[7.0, 6.0, 5.0, 4.0], [7.1, 6.1, 5.1, 4.1], [6.9, 5.9, 4.9, 3.9]])
     run = run_of(landed["transformer"])
-    assert train_walls(str(tmp_path), run) == {1: 3.0, 2: 1.0}
+    assert train_walls(str(tmp_path), run) == {
+        1: {"train_wall": 3.0, "first_of_process": True}, 2: {"train_wall": 1.0, "first_of_process": False},
+        3: {"train_wall": 2.0, "first_of_process": True}, 4: {"train_wall": 1.0, "first_of_process": False}}
     got = compare("transformer", history(str(tmp_path), run), landed, walls=train_walls(str(tmp_path), run))
-    assert [e["seconds_per_update_here"] for e in got["epochs"]] == [None, 0.2]
-    assert [e["cpu_seconds_per_update_here"] for e in got["epochs"]] == [None, 0.15]
-    assert [e["train_wall_seconds_per_update_here"] for e in got["epochs"]] == [0.3, 0.1]
-    assert [e["difference"] for e in got["epochs"]] == [0.0, 0.0] and got["agrees"] is True
+    assert [e["seconds_per_update_here"] for e in got["epochs"]] == [None, 0.2, None, 0.25]
+    assert [e["cpu_seconds_per_update_here"] for e in got["epochs"]] == [None, 0.15, None, 0.2]
+    assert [(e["train_wall_here"], e["epoch_updates"], e["first_of_process_here"]) for e in got["epochs"]] == [
+        (3.0, 10, True), (1.0, 10, False), (2.0, 10, True), (1.0, 10, False)]
+    assert got["train_wall_seconds_per_update_here"] == {"first_epochs_of_processes": 0.25, "other_epochs": 0.1}
+    assert [e["difference"] for e in got["epochs"]] == [0.0] * 4 and got["agrees"] is True
+    # a log without fairseq's epoch summaries: no time to split
+    assert compare("transformer", history(str(tmp_path), run), landed)["train_wall_seconds_per_update_here"] == {
+        "first_epochs_of_processes": None, "other_epochs": None}
     # the command reads them from the logs
     (tmp_path / "landed.json").write_text(json.dumps({"runs": [dict(rec, status="trained", updates=rec["budget"])
                                                                 for rec in landed.values()]}))

@@ -83,8 +83,21 @@ def seed_pairs(seeds: List[Dict], epochs: List[int]) -> List[Dict]:
             for i, a in enumerate(whole) for b in whole[i + 1:]]
 
 
+def train_wall_rates(rows: List[Dict]) -> Dict[str, Optional[float]]:
+    """fairseq's seconds a training update, over the epochs each process
+    finished first (shapes new to it: on a GPU, kernels choose and plan
+    per shape) and over the others; summed over epochs, since one epoch's
+    whole seconds are too coarse on a GPU (a few seconds an epoch)."""
+    rates = {}
+    for key, first in (("first_epochs_of_processes", True), ("other_epochs", False)):
+        timed = [r for r in rows if r["train_wall_here"] is not None and r["first_of_process_here"] is first]
+        updates = sum(r["epoch_updates"] for r in timed)
+        rates[key] = round(sum(r["train_wall_here"] for r in timed) / updates, 4) if updates else None
+    return rates
+
+
 def compare(name: str, hist: List[Dict], landed: Dict[str, Dict], here: Optional[Dict] = None,
-            walls: Optional[Dict[int, float]] = None) -> Dict:
+            walls: Optional[Dict[int, Dict]] = None) -> Dict:
     """One run trained again (``hist``: its :func:`history`; ``here``: its
     record where it was evaluated; ``walls``: its :func:`train_walls`)
     against its landed record and seeds."""
@@ -114,12 +127,15 @@ def compare(name: str, hist: List[Dict], landed: Dict[str, Dict], here: Optional
                      "seeds_range": round(max(at) - min(at), 3),
                      "cpu_seconds_per_update_here": round(h["train_seconds"] / h["updates"], 3) if timed else None,
                      "seconds_per_update_here": round(wall / h["updates"], 3) if "seconds" in h else None,
-                     # fairseq's own, per epoch (whole seconds): where one process trained several epochs
-                     "train_wall_seconds_per_update_here": round(walls[h["epoch"]] / (h["updates"] - before), 4)
-                     if h["epoch"] in walls and h["updates"] > before else None})
+                     # fairseq's own time in the epoch's training steps (whole seconds), its updates, and
+                     # whether it was its process's first epoch (shapes new to it)
+                     "train_wall_here": walls.get(h["epoch"], {}).get("train_wall"),
+                     "epoch_updates": h["updates"] - before,
+                     "first_of_process_here": walls.get(h["epoch"], {}).get("first_of_process")})
         before = h["updates"]
     # where it trained: its record says once it finished (--here); the CPU of each epoch is in its logs
     out = {"name": name, "device_here": (here or {}).get("device"), "precision_here": (here or {}).get("precision"),
+           "train_wall_seconds_per_update_here": train_wall_rates(rows),
            "machines_here": machines(hist), "landed_device": land.get("device"),
            "landed_precision": land.get("precision"), "landed_train_minutes": land.get("train_minutes"),
            "landed_commit": land.get("commit"), "seeds": [rec["name"] for rec in seeds], "epochs": rows}

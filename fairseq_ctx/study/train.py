@@ -104,22 +104,27 @@ def history(out: str, run: Run) -> List[Dict]:
     return out_rows
 
 
-def train_walls(out: str, run: Run) -> Dict[int, float]:
-    """fairseq's own seconds in each finished epoch's training steps (its
-    ``train_wall``, whole seconds, reset every epoch; validations and
-    checkpoint saves left out), from the epoch logs.  On a GPU one process
-    trains every epoch and the run's time files hold its whole time: these
-    split it by epoch (the first epoch's shapes are all new)."""
+def train_walls(out: str, run: Run) -> Dict[int, Dict]:
+    """By finished epoch, fairseq's own seconds in its training steps (its
+    ``train_wall``: whole seconds, reset every epoch; validations and
+    checkpoint saves left out) and whether the epoch was the first its
+    process finished (``first_of_process``: its shapes were new to that
+    process; one resumed mid-epoch also counts the time its killed process
+    saved in the checkpoint), from the epoch logs.  On a GPU one process
+    trains every epoch until a deadline stops it, and the run's time files
+    hold the process's whole time: these split it by epoch."""
     logs = os.path.join(run_dir(out, run), "logs")
-    walls: Dict[int, float] = {}
+    walls: Dict[int, Dict] = {}
     if not os.path.isdir(logs):
         return walls
     for name in sorted(n for n in os.listdir(logs) if re.fullmatch(r"epoch-\d+\.log", n)):
+        first = True
         with open(os.path.join(logs, name), encoding="utf-8", errors="replace") as f:
             for line in f:
                 m = _TRAIN_WALL_RE.search(line)
                 if m:
-                    walls[int(m.group(1))] = float(m.group(2))
+                    walls[int(m.group(1))] = {"train_wall": float(m.group(2)), "first_of_process": first}
+                    first = False
     return walls
 
 
