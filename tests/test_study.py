@@ -711,6 +711,47 @@ def test_study_smoke_interrupt_resume(tmp_path):
         in status.stdout
 
 
+def test_the_gpu_study_call_as_the_runbook_sends_it(tmp_path):
+    """scripts/gpu-call.sh's study step as a GPU machine runs it, on CPU at
+    smoke size: several jobs (two start for two runs), the runs trained
+    and evaluated in the work directory and archived in place (evaluation
+    outputs, no checkpoint, no lock), the results file beside them; from
+    the archive alone, --stage evaluate rebuilds the same records, pairing
+    included, decoding nothing (a call cut before its results file)."""
+    data = tmp_path / "bible"
+    _tiny_bible(data)
+    out_dir, results = tmp_path / "gpu-out", "study-gpu.json"
+    env = cli_process.env_with_python(dict(os.environ, OMP_NUM_THREADS="1", JOBS="6", DATA_BIN=str(data / "bin"),
+                                           GPU_CALL_WORK=str(tmp_path / "work")))
+    for name in ("OUT", "STUDY_OUT", "STUDY_RESULTS"):
+        env.pop(name, None)
+    call = subprocess.run(["bash", "scripts/gpu-call.sh", "study", str(out_dir), "600", "--device", "cpu", "--smoke",
+                           "--data", str(data), "--runs", "transformer", "concat",
+                           "--results", str(tmp_path / "written" / results)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert call.returncode == 0, call.stdout[-3000:] + call.stderr[-3000:]
+    # two jobs, one a run: each run's first epoch started once, by one job; the other job skips it at
+    # most twice (its first pass and its retry); six jobs would have skipped both runs four times more
+    for run in ("transformer", "concat"):
+        assert call.stdout.count(f"[study] {run}: epoch 1 (log") == 1
+    assert call.stdout.count("another study process is training it; skipped") <= 4
+    back = tmp_path / "back"
+    with tarfile.open(out_dir / "results.tgz") as tar:
+        tar.extractall(back, filter="data")
+    written = json.loads((back / "study" / results).read_text())
+    assert [r["name"] for r in written["runs"]] == ["transformer", "concat"]
+    assert list(written["runs"][1]["vs"]) == ["transformer"]
+    runs_dir = back / "study" / "runs"
+    for run in ("transformer", "concat"):
+        assert (runs_dir / run / "train.done").exists() and (runs_dir / run / "eval" / "test.hyp").exists()
+    assert not list(runs_dir.rglob("*.pt")) and not list(runs_dir.rglob("*.lock"))
+    rebuilt = tmp_path / "rebuilt" / results
+    again = _study(data, runs_dir, rebuilt, "--runs", "transformer", "concat", "--stage", "evaluate")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert json.loads(rebuilt.read_text())["runs"] == written["runs"]
+    assert not list(runs_dir.rglob("*.pt"))
+
+
 def test_runs_at_a_budget_of_their_own_are_paired_at_that_budget_in_a_file_of_their_own(tmp_path):
     """RUN@N (the 8,000-update sensitivity check of the ranking): trained
     in directories of their own, paired with the baselines at N, tabled
