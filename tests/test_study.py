@@ -1137,6 +1137,38 @@ def test_a_run_locked_by_another_process_is_skipped(tmp_path):
 
 
 @pytest.mark.unit
+def test_a_run_lock_is_held_for_its_with_body_only_and_leaves_the_file_as_it_was(tmp_path):
+    """train.lock and eval.lock are one helper: held while the body runs (as
+    another open file of it sees), released when the body raises, and the
+    lock file (which a session may have written to by hand) is not emptied."""
+    import fcntl
+
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import run_lock
+
+    run = by_name(["transformer_dc"])[0]
+    path = tmp_path / run.name / "eval.lock"
+
+    def free():
+        with open(path, "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            return True
+
+    with pytest.raises(RuntimeError, match="in the body"):
+        with run_lock(str(tmp_path), run, "eval.lock") as ours:  # makes the run's directory
+            assert ours and not free()
+            path.write_text("kept\n")
+            raise RuntimeError("in the body")
+    assert free() and path.read_text() == "kept\n"
+    with run_lock(str(tmp_path), run, "eval.lock") as ours:
+        with run_lock(str(tmp_path), run, "eval.lock") as again:  # another open file: another holder
+            assert ours and again is False
+
+
+@pytest.mark.unit
 def test_a_run_is_evaluated_by_one_process_at_a_time(tmp_path, monkeypatch, capsys):
     """--jobs' children each evaluate the trained runs they come across, under
     the run's evaluation lock: one that another process is evaluating is

@@ -7,8 +7,6 @@ loss, ``fairseq-ctx-context-usage`` (CXMI, and the balanced context test of
 skipped when that output exists, so evaluation resumes like training.
 One process at a time writes a run's outputs (:func:`evaluating`).
 """
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -18,8 +16,8 @@ import time
 from typing import Dict, List, Optional
 
 from fairseq_ctx.study.runs import Run, Settings
-from fairseq_ctx.study.train import (StudyError, children_cpu_seconds, history, read_done, run_dir, settings_of,
-                                     write_whole)
+from fairseq_ctx.study.train import (StudyError, children_cpu_seconds, history, read_done, run_dir, run_lock,
+                                     settings_of, write_whole)
 
 BEAM = 4
 GENERATE = ["--gen-subset", "test", "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
@@ -35,29 +33,16 @@ def eval_dir(out: str, run: Run) -> str:
     return os.path.join(run_dir(out, run), "eval")
 
 
-@contextlib.contextmanager
 def evaluating(out: str, run: Run, wait: bool = True, echo=None):
-    """Hold ``run``'s evaluation lock (``eval.lock`` beside its ``train.lock``)
-    while its outputs are written: the children of ``--jobs`` each evaluate
-    the trained runs they come across, and two evaluating one run would
-    decode it twice and write one ``average.pt.part`` at once.  Yields True
-    once the lock is held, or False at once when another process holds it
-    and ``wait`` is False; with ``wait``, says so through ``echo`` before
-    waiting (a process that hangs would otherwise hold this one silently)."""
-    os.makedirs(run_dir(out, run), exist_ok=True)
-    # appended to, never written: opening it changes nothing of the run (closing releases the lock)
-    with open(os.path.join(run_dir(out, run), "eval.lock"), "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            ours = True
-        except BlockingIOError:
-            ours = False
-        if not ours and wait:
-            if echo is not None:
-                echo(f"[study] {run.name}: another study process is evaluating it; waiting for it")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            ours = True
-        yield ours  # outside the except: an error of the with-body keeps its own context
+    """Hold ``run``'s evaluation lock (``eval.lock``, :func:`run_lock`) while
+    its outputs are written: the children of ``--jobs`` each evaluate the
+    trained runs they come across, and two evaluating one run would decode
+    it twice and write one ``average.pt.part`` at once.  Yields True once
+    the lock is held, or False at once when another process holds it and
+    ``wait`` is False; with ``wait``, says so through ``echo`` first."""
+    said = None if echo is None else (
+        lambda: echo(f"[study] {run.name}: another study process is evaluating it; waiting for it"))
+    return run_lock(out, run, "eval.lock", wait, on_wait=said)
 
 
 def _call(cmd: List[str], log: str, what: str):

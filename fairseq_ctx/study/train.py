@@ -7,6 +7,7 @@ with the same command and loses at most the updates since its last
 checkpoint (one every budget/20 updates and at each epoch's end).  ``train.done``
 marks a finished run, which is never trained again.
 """
+import contextlib
 import fcntl
 import json
 import os
@@ -48,6 +49,33 @@ class StudyError(Exception):
 
 def run_dir(out: str, run: Run) -> str:
     return os.path.join(out, run.name)
+
+
+@contextlib.contextmanager
+def run_lock(out: str, run: Run, name: str, wait: bool = False, on_wait=None):
+    """Hold the lock file ``name`` in ``run``'s directory (``train.lock``
+    while it trains, ``eval.lock`` while its evaluation outputs are written)
+    for the with-body: two study processes (one per core, or the jobs of
+    ``--jobs``) never train or evaluate one run at once.  Yields True once
+    the lock is held, or False at once when another process holds it and
+    ``wait`` is False; with ``wait``, calls ``on_wait()`` before waiting (a
+    process that hangs would otherwise hold this one silently).  The file is
+    opened for appending, never written, so taking the lock changes nothing
+    of the run; closing it releases the lock, also when the process dies
+    (``--stage status`` names the holder, :func:`fairseq_ctx.study.status.lock_holder`)."""
+    os.makedirs(run_dir(out, run), exist_ok=True)
+    with open(os.path.join(run_dir(out, run), name), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            ours = True
+        except BlockingIOError:
+            ours = False
+        if not ours and wait:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            ours = True
+        yield ours  # outside the except: an error of the with-body keeps its own context
 
 
 def log_path(out: str, run: Run, epoch: int) -> str:
@@ -500,23 +528,16 @@ def train(run: Run, bin_dir: str, user_dir: str, out: str, echo=print, settings:
     ``landed`` as for :func:`settings_of`."""
     if is_trained(out, run, settings, landed):
         return True
-    os.makedirs(run_dir(out, run), exist_ok=True)
-    lock = open(os.path.join(run_dir(out, run), "train.lock"), "w")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        echo(f"[study] {run.name}: another study process is training it; skipped")
-        lock.close()
-        return False
-    try:
+    with run_lock(out, run, "train.lock") as ours:
+        if not ours:
+            echo(f"[study] {run.name}: another study process is training it; skipped")
+            return False
         try:
             own = settings_of(run, settings, out, landed)
         except StudyError as e:  # matched to runs that have not trained yet
             echo(f"[study] {e}: waits")
             return False
         return _train_locked(run, bin_dir, user_dir, out, echo, own, deadline, landed)
-    finally:
-        lock.close()  # releases the lock
 
 
 def children_cpu_seconds() -> float:
