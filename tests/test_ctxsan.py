@@ -339,12 +339,13 @@ def test_history_means_ignore_padding_and_are_causal_in_decoder():
 
 # ---------------------------------------------------------------- model behaviour
 
-def _model(side, context="deep-global+deep", seed=0, layers=3):
-    """ctxsan on ``side`` with ``context``, ``layers`` a side, its gates
-    (every lambda 0.5 at init) randomised so the tests exercise
-    position-dependent gates; returns (model, dictionary)."""
+def _model(side, context="deep-global+deep", seed=0, layers=3, pre_norm=False):
+    """ctxsan on ``side`` with ``context``, ``layers`` a side (pre-norm ones
+    with ``pre_norm``), its gates (every lambda 0.5 at init) randomised so
+    the tests exercise position-dependent gates; returns (model, dictionary)."""
     d = toy_dictionary(60)
-    layer_flags = ["--encoder-layers", str(layers), "--decoder-layers", str(layers)]
+    layer_flags = ["--encoder-layers", str(layers), "--decoder-layers", str(layers),
+                   *(["--encoder-normalize-before", "--decoder-normalize-before"] if pre_norm else [])]
     return tiny_model(ctxsan(ctxsan_side=side, ctxsan_context=context), layer_flags, seed=seed, dictionary=d), d
 
 
@@ -362,9 +363,10 @@ def _batch(d, B=3, S=7, T=6, seed=1):
 
 @pytest.mark.unit
 @pytest.mark.parametrize("side", SIDES)
-def test_padding_invariance(side):
+@pytest.mark.parametrize("pre_norm", [False, True], ids=["post-norm", "pre-norm"])
+def test_padding_invariance(side, pre_norm):
     """A sentence's outputs do not change when it is batched with longer ones."""
-    model, d = _model(side)
+    model, d = _model(side, pre_norm=pre_norm)
     src, lens, tgt = _batch(d)
     with torch.no_grad():
         batched, _ = model(src, lens, tgt)
@@ -377,8 +379,9 @@ def test_padding_invariance(side):
 
 @pytest.mark.unit
 @pytest.mark.parametrize("side,context", [(s, c) for s in ("decoder", "both") for c in CONTEXTS])
-def test_incremental_equals_full_forward(side, context):
-    model, d = _model(side, context)
+@pytest.mark.parametrize("pre_norm", [False, True], ids=["post-norm", "pre-norm"])
+def test_incremental_equals_full_forward(side, context, pre_norm):
+    model, d = _model(side, context, pre_norm=pre_norm)
     src, lens, tgt = _batch(d)
     tgt[2, 4:] = d.nspecial  # step-by-step decoding never feeds padding
     with torch.no_grad():
@@ -636,18 +639,14 @@ CTXSAN_GRID = option_grid("transformer_ctxsan")
 
 
 def _record_self_attention(stack):
-    """Per layer of ``stack``: its input H^l (the context's building block,
-    Eq. 8-10) and its self-attention's query input and output, as the model
-    runs (forward hooks; fairseq's layers call the attention by keyword)."""
+    """Per layer of ``stack``: its self-attention's query input (H^l, Eq. 1:
+    after the pre-norm if any) and output, as the model runs (forward hooks;
+    fairseq's layers call the attention by keyword)."""
     records, handles = [{} for _ in stack.layers], []
     for rec, layer in zip(records, stack.layers):
-        def layer_input(module, args, kwargs, rec=rec):
-            rec["h"] = args[0] if args else kwargs["x"]
-
         def attention_io(module, args, kwargs, out, rec=rec):
             rec["query"], rec["out"] = kwargs["query"] if "query" in kwargs else args[0], out[0]
 
-        handles.append(layer.register_forward_pre_hook(layer_input, with_kwargs=True))
         handles.append(layer.self_attn.register_forward_hook(attention_io, with_kwargs=True))
     return records, handles
 
@@ -677,9 +676,9 @@ def _means(h, real, causal):
 def _ctxsan_reference(att, settings, hs, x, real, causal):
     """The self-attention of layer l = len(hs) written from Eq. 3-10 with
     the module's weights, the context type and the contextualised Q / K
-    taken from the grid ``settings`` (not from the module). ``hs``: the
-    inputs H^1..H^l of the layers of this stack; ``x``: the attention's query
-    input (H^l after the pre-norm if any). Without context (the plain side,
+    taken from the grid ``settings`` (not from the module). ``hs``: H^1..H^l,
+    what the self-attentions of this stack's layers were given (Eq. 1);
+    ``x``: this one's, H^l. Without context (the plain side,
     or layer 1 of a deep context) this is the plain attention of Eq. 3."""
     T, B, d = x.shape
     layer = len(hs)
@@ -726,8 +725,12 @@ def test_every_grid_setting_computes_its_equations(variant):
     H^2..H^l instead of H^1..H^{l-1} fails the 18 deep and deep-global+deep
     settings; the decoder's prefix means replaced by whole-target means
     fails the 18 decoder / both settings with a mean-based context.)"""
+    _check_grid_setting(variant, [])
+
+
+def _check_grid_setting(variant, extra):
     d = toy_dictionary(60)
-    model = tiny_model(variant, ["--encoder-layers", "3", "--decoder-layers", "3"], dictionary=d)
+    model = tiny_model(variant, ["--encoder-layers", "3", "--decoder-layers", "3", *extra], dictionary=d)
     assert model.args.ctxsan_context == variant.settings["ctxsan_context"]
     src, lens, tgt = _batch(d)
     aware = {"encoder": ("encoder", "both"), "decoder": ("decoder", "both")}
@@ -749,9 +752,25 @@ def test_every_grid_setting_computes_its_equations(variant):
         for i, (layer, rec) in enumerate(zip(getattr(model, side).layers, records[side])):
             att = layer.self_attn
             assert isinstance(att, ContextAwareSelfAttention) == context_side, (side, type(att))
-            hs = [r["h"] for r in records[side][:i + 1]]
+            # H^1..H^l: what each self-attention was given (Eq. 1), after the pre-norm if any
+            hs = [r["query"] for r in records[side][:i + 1]]
             want = _ctxsan_reference(att, variant.settings, hs, rec["query"], real[side], side == "decoder")
             keep = real[side]
             torch.testing.assert_close(rec["out"][keep], want[keep], atol=2e-5, rtol=1e-5)
             with_context += context_side and att.has_context
     assert with_context, "no context-aware layer ran"
+
+
+PRE_NORM_GRID = [v for v in CTXSAN_GRID if v.settings["ctxsan_contextualize"] == "both"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("variant", PRE_NORM_GRID, ids=[v.name for v in PRE_NORM_GRID])
+def test_pre_norm_contexts_are_built_from_what_the_attention_is_given(variant):
+    """With --encoder-normalize-before / --decoder-normalize-before, fairseq's
+    layer gives its self-attention LN(x): the contexts (Eq. 8-10) are built
+    from those same normalized inputs H^l that make the queries and keys
+    (Eq. 1), as the authors' pre-norm code does, not from the raw residual
+    stream (tried: pushing the layer input x instead fails all 12
+    settings)."""
+    _check_grid_setting(variant, ["--encoder-normalize-before", "--decoder-normalize-before"])

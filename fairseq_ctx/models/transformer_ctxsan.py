@@ -3,9 +3,11 @@ AAAI 2019).
 
 The queries and keys of self-attention are gated mixtures of their usual
 projections and a projection of a context vector (Eq. 5-7): the global context
-(the mean of the layer input, Eq. 8), the deep context (the inputs of the
-layers below, Eq. 9), the deep-global context (the means of the inputs of this
-and the lower layers, Eq. 10), or deep-global + deep summed after projection.
+(the mean of the layer input H, Eq. 8), the deep context (the H of the
+layers below, Eq. 9), the deep-global context (the means of the H of this
+and the lower layers, Eq. 10), or deep-global + deep summed after
+projection. H is what the self-attention is given: the layer input, after
+the pre-norm with ``--*-normalize-before``.
 See :mod:`fairseq_ctx.modules.ctxsan_attention` for the equations and
 the choices made where the paper is ambiguous.
 
@@ -15,7 +17,10 @@ Flags (every row of Table 1 and Table 3)::
     --ctxsan-side {encoder,decoder,both}                         (default encoder)
     --ctxsan-contextualize {query,key,both}                      (default both)
 
-The defaults are the paper's recommended model (Table 1 row 5). Parameter
+The defaults are the paper's recommended model (Table 1 row 5). The
+ablation of footnote 1, "without {lambda_Q, lambda_K}" (-5.23 BLEU), is in
+no table and is not a flag: the paper does not say what takes the gates'
+place (an unweighted sum Q + C U_Q, or a fixed 0.5 mix). Parameter
 growth over ``transformer`` with Base dimensions (d=512, 6+6 layers), per
 layer ``l`` ``U_Q, U_K: d_c x d`` plus gates ``4d``: global 6*2d^2 = +3.15M,
 deep-global 21*2d^2 = +11.0M, deep 15*2d^2 = +7.9M, deep-global + deep
@@ -23,13 +28,13 @@ deep-global 21*2d^2 = +11.0M, deep 15*2d^2 = +7.9M, deep-global + deep
 
 Decoder side: the global context is the causal prefix mean (footnote 2) and
 the deep context uses only the lower decoder layers. In incremental decoding
-the decoder keeps the running sums of its layer inputs in the incremental
+the decoder keeps the running sums of its layers' H in the incremental
 state (one step costs the same whatever the prefix length) and each layer
 caches its contextualised keys, so every key keeps the context of its own step.
 
 Built through fairseq's hooks: the encoder and decoder wrap fairseq's own
 forward with one context history per forward (``HistorySlot``), the layers
-(``fairseq_ctx.modules.ctxsan_layer``) push their input into it and build a
+(``fairseq_ctx.modules.ctxsan_layer``) push their H into it and build a
 context-aware self-attention with ``MultiheadAttention``'s call signature.
 """
 from dataclasses import dataclass

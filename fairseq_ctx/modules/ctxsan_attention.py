@@ -7,8 +7,10 @@ a context vector C through sigmoid gates (Eq. 5, 6)::
     [Q^; K^] = (1 - [lQ; lK]) * [Q; K] + [lQ; lK] * (C [U_Q; U_K])
     [lQ; lK] = sigmoid([Q; K] [V^H_Q; V^H_K] + C [U_Q; U_K] [V^C_Q; V^C_K])
 
-Context types of layer ``l`` (1-based), built from the layer inputs
-``H^1 .. H^l`` of the same stack (see :class:`ContextHistory`):
+Context types of layer ``l`` (1-based), built from ``H^1 .. H^l``, what
+the self-attentions of the same stack were given (the layer inputs, after
+the pre-norm if any: :mod:`fairseq_ctx.modules.ctxsan_layer`; see
+:class:`ContextHistory`):
 
 * ``global`` (Eq. 8): the mean of ``H^l``; ``d_c = d``.
 * ``deep-global`` (Eq. 10): the means of ``H^1 .. H^l`` concatenated; ``d_c = l*d``.
@@ -80,9 +82,10 @@ def context_dim(part: str, layer: int, embed_dim: int) -> int:
 
 
 class ContextHistory(object):
-    """The layer inputs ``H^1 .. H^l`` of one stack, and their means.
+    """The self-attention inputs ``H^1 .. H^l`` of one stack's layers (the
+    layer inputs, after the pre-norm if any), and their means.
 
-    ``push(x, padding_mask)`` is called with the input of each layer before
+    ``push(h, padding_mask)`` is called with each layer's ``H^l`` before
     the layer runs, so layer ``l`` sees ``l`` entries (the mask, the same for
     every layer, is taken from the first push). ``states`` keeps the ``T x B x C``
     inputs (deep context, Eq. 9), ``means`` their non-padding means (Eq. 8):
@@ -423,7 +426,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
                 applies itself (the prefix-mean context is causal by
                 construction, so no other mask could be honoured); an
                 encoder-side mask is refused
-            history: the layer inputs of this stack so far, this layer's
+            history: the ``H`` of this stack's layers so far, this layer's
                 included (default: the history open in ``slot``)
 
         Returns:
@@ -485,7 +488,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         # causal without padding and cache: the kernels' own is_causal, no mask
         is_causal = self.causal and incremental_state is None and key_padding_mask is None
         causal = self.causal and not is_causal and T > 1
-        attn_mask = attend_mask(key_padding_mask, T, k.size(2), causal, x.device)  # B x 1 x (T|1) x S
+        attn_mask = attend_mask(key_padding_mask, T, k.size(2), causal, x.device)  # (B|1) x 1 x (T|1) x S, or None
 
         out = attention(q, k, v, attn_mask, dropout_p=self.dropout if self.training else 0.0,
                         is_causal=is_causal)  # B x H x T x hd

@@ -5,9 +5,18 @@ fairseq's ``TransformerEncoderLayerBase`` / ``TransformerDecoderLayerBase``
 with two changes through their hooks: ``build_self_attention`` builds a
 :class:`~fairseq_ctx.modules.ctxsan_attention.ContextAwareSelfAttention`
 (fairseq's ``MultiheadAttention`` call signature), and ``forward`` first
-records the layer input ``H^l`` in the stack's context history (the deep and
-deep-global contexts of Eq. 9-10 are built from the inputs of this and the
-lower layers), then runs fairseq's forward unchanged.
+records ``H^l`` in the stack's context history (the global, deep and
+deep-global contexts of Eq. 8-10 are built from it and the lower layers'),
+then runs fairseq's forward unchanged. ``H^l`` is what the self-attention is
+given, the ``H`` of Eq. 1 that its queries and keys are made from: the layer
+input, or with ``--encoder-normalize-before`` / ``--decoder-normalize-before``
+its ``self_attn_layer_norm`` (computed once more here, outside fairseq's
+forward: a LayerNorm, about 8d FLOPs a token against a layer's 24d^2 and
+more, 0.07% at d = 512). The authors' code
+(baosongyang/Context-Aware-SAN, ``models/transformer_context_di.py``, pre-norm)
+takes its global context from the normalized input as well; the raw residual
+stream of a pre-norm model grows layer by layer, so its means would weigh the
+upper layers of a deep-global context more.
 
 ``--checkpoint-activations``: fairseq's ``checkpoint_wrapper`` is reentrant:
 its recomputation sees only the layer's tensor arguments, so the lower
@@ -27,6 +36,11 @@ from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
 from .ctxsan_attention import ContextAwareSelfAttention, ContextHistory, HistorySlot
+
+
+def _attention_input(layer, x: Tensor) -> Tensor:
+    """``H^l``: the input of ``layer``'s self-attention (see the module docstring)."""
+    return layer.self_attn_layer_norm(x) if layer.normalize_before else x
 
 
 def _run_in(layer_forward, slot: HistorySlot, history: ContextHistory, checkpointed: bool, *args, **kwargs):
@@ -62,9 +76,9 @@ class CtxSanEncoderLayer(TransformerEncoderLayerBase):
         )
 
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
-        # x: T x B x C (this layer's input H^l); encoder_padding_mask: B x T or None
+        # x: T x B x C (this layer's input); encoder_padding_mask: B x T or None
         history = self.ctx_slot.history
-        history.push(x, encoder_padding_mask)
+        history.push(_attention_input(self, x), encoder_padding_mask)  # H^l
         return _run_in(super().forward, self.ctx_slot, history, self.ctx_checkpoint and self.training,
                        x, encoder_padding_mask, attn_mask=attn_mask)
 
@@ -103,9 +117,9 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
         need_attn: bool = False,
         need_head_weights: bool = False,
     ):
-        # x: T x B x C (this layer's input H^l); self_attn_padding_mask: B x T or None
+        # x: T x B x C (this layer's input); self_attn_padding_mask: B x T or None
         history = self.ctx_slot.history
-        history.push(x, self_attn_padding_mask)
+        history.push(_attention_input(self, x), self_attn_padding_mask)  # H^l
         # incremental decoding writes caches: never recomputed
         checkpointed = self.ctx_checkpoint and self.training and incremental_state is None
         return _run_in(

@@ -128,7 +128,8 @@ def aligned(t: Tensor) -> Tensor:
 
 def attend_mask(key_padding_mask: Optional[Tensor], T: int, S: int, causal: bool, device) -> Optional[Tensor]:
     """The boolean SDPA mask, True where a query may attend a key, in a
-    16-byte aligned buffer: ``B x 1 x (T|1) x S``.
+    16-byte aligned buffer: ``(B|1) x 1 x (T|1) x S`` (batch 1 without
+    padding, one query row without ``causal``).
 
     ``key_padding_mask`` (``B x S``, True at padding) hides padded keys;
     ``causal`` hides the future: the T queries are the last T of the S key
