@@ -117,7 +117,11 @@ class GretEncoder(TransformerEncoderBase):
         out = super().forward_scriptable(src_tokens, src_lengths, True, token_embeddings)
         layer_states = list(out["encoder_states"][1:])  # [0] is the embedding output
         # The top layer's states are taken as the decoder sees them (after the
-        # final LayerNorm of pre-norm encoders; identical for post-norm).
+        # final LayerNorm of pre-norm encoders; identical for post-norm). Eq. 1's
+        # H^m is layer-normed (the paper's model is post-norm); in a pre-norm
+        # encoder the lower layers' states are fairseq's residual stream, not
+        # normalized: their scale sharpens the routing's couplings, but the
+        # squash (Eq. 4) keeps every capsule's norm below 1 on its way to the GRU.
         layer_states[-1] = out["encoder_out"][0]
         padding_mask = out["encoder_padding_mask"][0]
         out["gret_global"] = [self.gret_global(layer_states, padding_mask)]  # B x C

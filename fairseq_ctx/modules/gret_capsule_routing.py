@@ -6,7 +6,7 @@ Generation", Algorithm 1 and Eq. 2-6:
     h_hat_{k|i} = W_k h_i                                   (Eq. 3)
     u_k  = squash(sum_i c_ki h_hat_{k|i})                   (Eq. 2, 4)
     c    = softmax(B)                                       (Eq. 5)
-    B   <- B + h_hat . u      (B starts at zero)            (Eq. 6)
+    B   <- B + h_hat . u      (B starts at zero)            (Eq. 6, as Sabour et al.)
 
 Choices where the paper is ambiguous (see also ``docs/ambiguities.md``):
 
@@ -22,6 +22,16 @@ Choices where the paper is ambiguous (see also ``docs/ambiguities.md``):
   and ``(v_k * W h_i) . u_k = (W h_i) . (v_k * u_k)``, so routing is two
   batched matrix products per iteration, vectorised over batch, positions and
   capsules.
+* **Agreement (Eq. 6).** Eq. 6 (``B = B + U^T H``) and Algorithm 1 (line
+  14, ``b_ki <- b_ki + h_i . u_k``) add the agreement of a capsule with the
+  raw state h_i; Eq. 2-3 build u_k from the predictions h_hat_{k|i} = W_k h_i,
+  and Algorithm 1 (line 10) drops W_k altogether, so the paper is not one
+  algorithm read literally. Here the logit grows by h_hat_{k|i} . u_k, the
+  agreement of Sabour et al. (2017), whom the paper cites for the capsule
+  network's details: u_k is a sum of predictions, so it lives where they do
+  (the space W_k maps to), and its dot product with h_i would compare
+  coordinates of two different bases. Not a flag: the literal reading gives
+  other couplings, and nothing in the paper measures the difference.
 * **Direction of the softmax (Eq. 5).** The paper's text takes the softmax of
   each row b_k of the K x I matrix B (over input positions); dynamic routing
   as in Sabour et al. (2017), which the paper cites and which
@@ -131,7 +141,9 @@ class CapsuleRouting(nn.Module):
         Returns:
             capsules U: B x K x d (each of norm < 1, by the squash), and with
             ``return_coupling`` the coupling coefficients c: B x K x T used
-            for the final capsules.
+            for the final capsules. With the softmax over capsules a padded
+            position still has 1/K for each capsule there (its prediction is
+            zero, so it adds nothing): read c at real positions only.
         """
         bsz, seq_len, _ = states.shape
         # The d x d projection runs in the model's dtype; the routing after it
