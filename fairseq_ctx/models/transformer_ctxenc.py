@@ -50,7 +50,7 @@ every sentence gets the empty context (a lone ``</s>``), as at a document start.
 
 Parameter growth over ``transformer`` (Base: d=512, ffn 2048, 8 heads):
 own context layer 3,152,384 + context attention 1,050,624 + gate 524,800
-= +4,727,808 (+ one LayerNorm of 2d with ``--encoder-normalize-before``);
+= +4,727,808 (+ 2d: a LayerNorm of d with ``--encoder-normalize-before``);
 tested in ``tests/test_ctxenc.py``.  The paper gives no count.
 
 Presets: ``transformer_ctxenc`` (Base), ``transformer_ctxenc_big``
@@ -184,8 +184,9 @@ class CtxEncEncoder(TransformerEncoderBase):
                 other architecture's gates and attention weights
                 (:mod:`fairseq_ctx.modules.readout`), not returned here.
 
-        Returns: upstream's encoder_out dict plus ``ctx_out`` (T_ctx x B x C)
-        and ``ctx_padding_mask`` (B x T_ctx), empty unless ``return_context``.
+        Returns: upstream's encoder_out dict plus ``ctx_out`` (T_ctx' x B x C)
+        and ``ctx_padding_mask`` (B x T_ctx'), empty unless ``return_context``;
+        T_ctx' <= T_ctx: columns that are padding in every row are dropped.
         """
         if token_embeddings is not None:
             raise ValueError("transformer_ctxenc does not take precomputed token_embeddings")

@@ -18,8 +18,10 @@ sentence came from, since the shared layers see no context; a context that
 is not a plain sentence (several joined with ``<sep>``, a cut one) is just
 another key. The cache is only consulted in eval mode without autograd,
 keeps at most ``max_sentences`` sentences (least recently used dropped
-first), and is cleared whenever the parameters may have changed
-(``train()``, ``to()``, loading a state dict: see the encoder).
+first), and is cleared by ``train()``, ``to()`` and loading a state dict
+(see the encoder): the ways fairseq changes a model's parameters. Code that
+writes the parameters in place in eval mode (``p.copy_()``, swapping in EMA
+weights) must call ``clear()``, or ``eval()`` again (it is ``train(False)``).
 """
 from collections import OrderedDict
 from typing import List, Optional
