@@ -3,7 +3,9 @@ module (Ampomah et al. 2021, Fig. 2).
 
 Only ``build_self_attention`` changes: fairseq's layer forward already applies
 dropout -> residual -> ``self_attn_layer_norm`` around the sublayer, which is
-Eq. 9, z_f = LayerNorm(z_hat + r); z_f then feeds the FFN (encoder) or the
+Eq. 9, z_f = LayerNorm(z_hat + r) (post-norm, the paper's model; with
+``--*-normalize-before`` the LayerNorm moves to the module's input, r =
+LayerNorm(x), and z_f = x + z_hat); z_f then feeds the FFN (encoder) or the
 encoder-decoder attention (decoder) exactly as in Fig. 2.
 """
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
