@@ -110,9 +110,9 @@ def validate_ctxsan_args(args):
 
 
 class CtxSanEncoder(TransformerEncoderBase):
-    """Transformer encoder whose layers get the history of layer inputs
-    (deep / deep-global context, Eq. 9-10): fairseq's forward, run inside
-    a fresh :class:`ContextHistory` that each layer pushes its input into."""
+    """Transformer encoder whose layers get the history of their ``H^l``
+    (the contexts of Eq. 8-10): fairseq's forward, run inside a fresh
+    :class:`ContextHistory` that each layer pushes its ``H^l`` into."""
 
     def __init__(self, cfg, dictionary, embed_tokens):
         self._ctx_layers_built = 0
@@ -134,8 +134,8 @@ class CtxSanEncoder(TransformerEncoderBase):
 
 class CtxSanDecoder(BoolFutureMask, TransformerDecoderBase):
     """Transformer decoder with causal context-aware self-attention: prefix
-    means (footnote 2), lower decoder layers only, running sums of the layer
-    inputs in the incremental state (a step costs the same whatever the
+    means (footnote 2), lower decoder layers only, running sums of the
+    layers' ``H^l`` in the incremental state (a step costs the same whatever the
     prefix length). With ``--ctxsan-side encoder`` its layers are fairseq's
     own and it is fairseq's decoder; either way its future mask is boolean
     (:mod:`fairseq_ctx.modules.future_mask`)."""

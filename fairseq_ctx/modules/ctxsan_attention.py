@@ -145,7 +145,8 @@ class ContextHistory(object):
                 self._denom = self._weights.cumsum(0).clamp(min=1.0)
 
     def push(self, x: Tensor, padding_mask: Optional[Tensor] = None):
-        """Record ``x`` (``T x B x C``) as the input of the next layer;
+        """Record ``x`` (``T x B x C``) as the next layer's ``H^l``, what its
+        self-attention is given (the layer input, after the pre-norm if any);
         ``padding_mask``: ``B x T``, True at padding, or None (no padding)."""
         if self.depth == 0:
             self.padding_mask = padding_mask
@@ -178,7 +179,7 @@ class HistorySlot(object):
 
     The encoder (decoder) opens a fresh history around fairseq's own forward
     (as fairseq's ``examples/latent_depth`` wraps ``super().forward()`` with
-    per-forward state); each layer pushes its input before running and its
+    per-forward state); each layer pushes its ``H^l`` before running and its
     self-attention, called by fairseq's layer with the ``MultiheadAttention``
     signature, reads its context from here. A plain object shared by the
     stack and its layers, not a module: it holds no parameters and nothing

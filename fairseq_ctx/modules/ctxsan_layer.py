@@ -11,8 +11,9 @@ then runs fairseq's forward unchanged. ``H^l`` is what the self-attention is
 given, the ``H`` of Eq. 1 that its queries and keys are made from: the layer
 input, or with ``--encoder-normalize-before`` / ``--decoder-normalize-before``
 its ``self_attn_layer_norm`` (computed once more here, outside fairseq's
-forward: a LayerNorm, about 8d FLOPs a token against a layer's 24d^2 and
-more, 0.07% at d = 512). The authors' code
+forward: a LayerNorm, about 8d FLOPs a token against a layer's 24d^2 or
+more with a 4d FFN, 16d^2 with the iwslt preset's 2d: 0.07% and 0.1% at
+d = 512). The authors' code
 (baosongyang/Context-Aware-SAN, ``models/transformer_context_di.py``, pre-norm)
 takes its global context from the normalized input as well; the raw residual
 stream of a pre-norm model grows layer by layer, so its means would weigh the

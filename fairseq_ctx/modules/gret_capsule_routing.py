@@ -27,8 +27,9 @@ Choices where the paper is ambiguous (see also ``docs/ambiguities.md``):
   raw state h_i; Eq. 2-3 build u_k from the predictions h_hat_{k|i} = W_k h_i,
   and Algorithm 1 (line 10) drops W_k altogether, so the paper is not one
   algorithm read literally. Here the logit grows by h_hat_{k|i} . u_k, the
-  agreement of Sabour et al. (2017), whom the paper cites for the capsule
-  network's details: u_k is a sum of predictions, so it lives where they do
+  agreement of Sabour et al. (2017), the dynamic routing among the paper's
+  references (its footnote on the capsule network's details names no
+  source in our copy): u_k is a sum of predictions, so it lives where they do
   (the space W_k maps to), and its dot product with h_i would compare
   coordinates of two different bases. Not a flag: the literal reading gives
   other couplings, and nothing in the paper measures the difference.
