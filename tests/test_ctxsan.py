@@ -393,6 +393,33 @@ def test_incremental_equals_full_forward(side, context, pre_norm):
 
 
 @pytest.mark.unit
+def test_pre_norm_checkpointed_layers_keep_the_gradients():
+    """In pre-norm the layer pushes LN(x), computed outside its
+    non-reentrant checkpoint: the recomputation in backward must give the
+    gradients of the plain model, the LayerNorm's own included (the
+    architecture contract checks this in post-norm)."""
+    d = toy_dictionary(60)
+    flags = ["--encoder-layers", "3", "--decoder-layers", "3", "--encoder-normalize-before",
+             "--decoder-normalize-before"]
+    variant = ctxsan(ctxsan_side="both", ctxsan_context="deep-global+deep")
+    plain = tiny_model(variant, flags, dictionary=d)
+    checkpointed = tiny_model(variant, [*flags, "--checkpoint-activations"], dictionary=d)
+    checkpointed.load_state_dict(plain.state_dict())
+    layers = [*checkpointed.encoder.layers, *checkpointed.decoder.layers]
+    assert all(layer.ctx_checkpoint and layer.normalize_before for layer in layers)
+    src, lens, tgt = _batch(d)
+    grads = []
+    for m in (plain, checkpointed):
+        m.train().zero_grad()
+        m(src, lens, tgt)[0].logsumexp(-1).sum().backward()
+        grads.append({n: p.grad for n, p in m.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys()
+    assert any("self_attn_layer_norm" in n for n in grads[0])
+    for n in grads[0]:
+        torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-5, rtol=1e-4, msg=lambda m: f"{n}: {m}")
+
+
+@pytest.mark.unit
 def test_incremental_state_is_constant_size_running_sums():
     """One decoding step reads the running sums, not the whole prefix."""
     model, d = _model("decoder", "deep-global")
