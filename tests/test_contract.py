@@ -283,28 +283,34 @@ def test_half_precision_forward_and_backward(name, dtype):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("norm", ["post", "pre"])
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
 @pytest.mark.parametrize("name", NAMES)
-def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, dropout):
+def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, dropout, norm):
     """``--checkpoint-activations`` reaches every layer, ours included (a
     ``build_*_layer`` hook that returns its own layer must wrap it as fairseq
     does), and recomputing the activations in backward gives the gradients of
-    the plain model. ctxsan's layers read lower layers' states through a
-    per-forward history, which fairseq's reentrant wrapper would cut from
-    the gradient: they checkpoint themselves (non-reentrant), and their
-    self-attention must run twice per training step (forward, then the
-    recomputation). With dropout, the recomputation must replay the same
-    masks (same seed: same gradients). (Tried: ctxenc's gated layer returned
+    the plain model, post-norm and pre-norm. ctxsan's layers read lower
+    layers' states through a per-forward history, which fairseq's reentrant
+    wrapper would cut from the gradient: they checkpoint themselves
+    (non-reentrant), and their self-attention must run twice per training
+    step (forward, then the recomputation); in pre-norm they push LN(x),
+    computed outside that checkpoint, whose LayerNorm must keep its
+    gradient. With dropout, the recomputation must replay the same masks
+    (same seed: same gradients). (Tried: ctxenc's gated layer returned
     unwrapped, as it was: fails; ctxsan's layers under fairseq's wrapper: the
-    recomputation finds the history closed and stops.)"""
+    recomputation finds the history closed and stops; ctxsan's pre-norm push
+    detached in the checkpointed model only: fails.)"""
     from fairseq_ctx.modules.ctxsan_attention import ContextAwareSelfAttention
 
-    flags = [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", str(dropout)]
-    reference = build_model(BY_NAME[name].arch, flags)
-    model = build_model(BY_NAME[name].arch, [*flags, "--checkpoint-activations"])
-    for m in (reference, model):  # the contract's weights (random gates)
-        m.load_state_dict(_model(name).state_dict())
+    norm_flags = ["--encoder-normalize-before", "--decoder-normalize-before"] if norm == "pre" else []
+    # the contract's weights (random gates); the final LayerNorms too in pre-norm
+    reference = tiny_model(name, [*norm_flags, "--dropout", str(dropout)])
+    model = build_model(BY_NAME[name].arch, [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", str(dropout),
+                                             *norm_flags, "--checkpoint-activations"])
+    model.load_state_dict(reference.state_dict())
     layers = [*model.encoder.layers, *model.decoder.layers]
+    assert all(getattr(layer, "normalize_before", None) == (norm == "pre") for layer in layers)
     unwrapped = [type(layer).__name__ for layer in layers
                  if not (hasattr(layer, "precheckpoint_forward") or getattr(layer, "ctx_checkpoint", False))]
     assert not unwrapped, unwrapped
