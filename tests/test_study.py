@@ -25,6 +25,29 @@ from tests.utils import REPO, preprocess
 from tests.utils import fairseq_epoch_end_line as _end, fairseq_valid_line as _valid
 
 
+def _hold_lock(path):
+    """``path`` (a run's train.lock or eval.lock) locked as another study
+    process would: the open file to close to release it."""
+    import fcntl
+
+    held = open(path, "a")
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return held
+
+
+def _lock_is_held(path):
+    """Whether another open file of ``path`` holds its lock (probed without
+    waiting; the probe's own lock is released at once)."""
+    import fcntl
+
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False
+
+
 @pytest.mark.unit
 def test_gender_and_flip():
     assert gender("And he said to his servant") == "masculine"
@@ -1120,15 +1143,12 @@ def test_the_machines_of_a_run_are_those_of_its_epochs():
 
 @pytest.mark.unit
 def test_a_run_locked_by_another_process_is_skipped(tmp_path):
-    import fcntl
-
     from fairseq_ctx.study.runs import by_name
     from fairseq_ctx.study.train import train
 
     run = by_name(["transformer_dc"])[0]
     (tmp_path / run.name).mkdir()
-    held = open(tmp_path / run.name / "train.lock", "w")
-    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    held = _hold_lock(tmp_path / run.name / "train.lock")
     lines = []
     assert train(run, "unused-bin", "unused-user-dir", str(tmp_path), echo=lines.append) is False
     assert lines == ["[study] transformer_dc: another study process is training it; skipped"]
@@ -1141,28 +1161,17 @@ def test_a_run_lock_is_held_for_its_with_body_only_and_leaves_the_file_as_it_was
     """train.lock and eval.lock are one helper: held while the body runs (as
     another open file of it sees), released when the body raises, and the
     lock file (which a session may have written to by hand) is not emptied."""
-    import fcntl
-
     from fairseq_ctx.study.runs import by_name
     from fairseq_ctx.study.train import run_lock
 
     run = by_name(["transformer_dc"])[0]
     path = tmp_path / run.name / "eval.lock"
-
-    def free():
-        with open(path, "a") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            return True
-
     with pytest.raises(RuntimeError, match="in the body"):
         with run_lock(str(tmp_path), run, "eval.lock") as ours:  # makes the run's directory
-            assert ours and not free()
+            assert ours and _lock_is_held(path)
             path.write_text("kept\n")
             raise RuntimeError("in the body")
-    assert free() and path.read_text() == "kept\n"
+    assert not _lock_is_held(path) and path.read_text() == "kept\n"
     with run_lock(str(tmp_path), run, "eval.lock") as ours:
         with run_lock(str(tmp_path), run, "eval.lock") as again:  # another open file: another holder
             assert ours and again is False
@@ -1174,7 +1183,6 @@ def test_a_run_is_evaluated_by_one_process_at_a_time(tmp_path, monkeypatch, caps
     the run's evaluation lock: one that another process is evaluating is
     skipped, one whose outputs are all there is not evaluated again; the
     results file's evaluation waits for the lock."""
-    import fcntl
     import threading
     from types import SimpleNamespace
 
@@ -1187,18 +1195,10 @@ def test_a_run_is_evaluated_by_one_process_at_a_time(tmp_path, monkeypatch, caps
     for name in names:
         (out / name).mkdir(parents=True)
 
-    def locked(name):  # whether the run's evaluation lock is held (by another open file of it)
-        with open(out / name / "eval.lock", "a") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            return False
-
     evaluated = []
 
     def fake_evaluate(opts, run, *args):
-        evaluated.append((run.name, locked(run.name)))
+        evaluated.append((run.name, _lock_is_held(out / run.name / "eval.lock")))
         return []
 
     monkeypatch.setattr(driver, "train", lambda *args: True)  # every run trained, by whichever process
@@ -1206,12 +1206,11 @@ def test_a_run_is_evaluated_by_one_process_at_a_time(tmp_path, monkeypatch, caps
     monkeypatch.setattr(driver, "read_refs", lambda opts: [])
     monkeypatch.setattr(driver, "fig_dir_of", lambda opts: str(tmp_path))
     monkeypatch.setattr(evaluate, "is_evaluated", lambda out_dir, run: run.name == "transformer-wide")
-    held = open(out / "concat" / "eval.lock", "a")
-    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    held = _hold_lock(out / "concat" / "eval.lock")
     opts = SimpleNamespace(results=str(tmp_path / "study.json"), out=str(out), settings=STUDY, deadline_at=None,
                            evaluate_each=True, landed={})
     driver.train_all(opts, by_name(names), "bin", "user-dir")
-    assert evaluated == [("transformer", True)] and not locked("transformer")
+    assert evaluated == [("transformer", True)] and not _lock_is_held(out / "transformer" / "eval.lock")
     assert capsys.readouterr().out.splitlines() == [
         "[study] transformer: evaluating", "[study] concat: another study process is evaluating it; skipped"]
 
@@ -1232,7 +1231,7 @@ def test_a_run_is_evaluated_by_one_process_at_a_time(tmp_path, monkeypatch, caps
     assert evaluated == [("transformer", True), ("concat", True)]
     # a free lock: taken at once, nothing said
     with evaluate.evaluating(str(out), by_name(["concat"])[0], echo=said.append) as ours:
-        assert ours and locked("concat") and len(said) == 1
+        assert ours and _lock_is_held(out / "concat" / "eval.lock") and len(said) == 1
 
 
 @pytest.mark.unit
@@ -1361,7 +1360,6 @@ def test_status_reads_where_every_run_stands_and_touches_nothing(tmp_path, capsy
     left at the measured rates (a run's own, else its kind's, else its
     architecture's, else every run's; a budget not known yet is named, not
     guessed). Nothing under --out changes."""
-    import fcntl
 
     from fairseq_ctx.study.__main__ import main
     from fairseq_ctx.study.runs import by_name
@@ -1384,8 +1382,7 @@ def test_status_reads_where_every_run_stands_and_touches_nothing(tmp_path, capsy
     write(wide / "logs" / "epoch-001.cpu", "500")
     write(wide / "logs" / "epoch-002.log", _valid(2, 5.5, 400) + _saved(2, 400, name="checkpoint_2_400.pt")
           + "x | INFO | train_inner | epoch 002:  200 / 250 loss=5.1, num_updates=450\n")
-    held = open(wide / "train.lock", "w")
-    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    held = _hold_lock(wide / "train.lock")
     # the context encoder: 4.0 s an update over its first epoch (100
     # updates); killed after resuming from a checkpoint at 120
     ctxenc = tmp_path / "transformer_ctxenc" / "logs"
@@ -1429,8 +1426,7 @@ def test_status_reads_where_every_run_stands_and_touches_nothing(tmp_path, capsy
     assert capsys.readouterr().out.splitlines()[-1] == \
         "training left: about 2.0 CPU hours for 1 run at the rates measured so far"
     # a process writing the baseline's evaluation holds its eval.lock: trained, and said so
-    evaluator = open(tmp_path / "transformer" / "eval.lock", "a")
-    fcntl.flock(evaluator, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    evaluator = _hold_lock(tmp_path / "transformer" / "eval.lock")
     main(["--out", str(tmp_path), "--results", str(tmp_path / "none.json"), "--stage", "status",
           "--runs", "transformer", "transformer-wide"])
     lines = capsys.readouterr().out.splitlines()
@@ -1625,11 +1621,7 @@ def test_a_landed_run_trained_again_keeps_its_landed_record(tmp_path, monkeypatc
         pass
 
     def fake_evaluate(opts, run, *args):
-        import fcntl
-
-        with open(out / run.name / "eval.lock", "a") as f:  # evaluated under the run's evaluation lock
-            with pytest.raises(BlockingIOError):
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert _lock_is_held(out / run.name / "eval.lock")  # evaluated under the run's evaluation lock
         raise Evaluated(run.name)
 
     monkeypatch.setattr(driver, "evaluate_run", fake_evaluate)
