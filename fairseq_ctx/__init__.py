@@ -67,7 +67,7 @@ PROCESS_WIDE_CHANGES = {
     "torch's SDPA kernel switches and priority order": "only when FAIRSEQ_CTX_SDPA names a policy other "
         "than torch (modules/fused_attention.py): which attention kernel runs fastest is a property of the "
         "GPU, and torch's switches are global, so fairseq's own attention follows the same choice as the "
-        "plugin's; cudnn-last also sets TORCH_CUDNN_SDPA_PREFERRED=0",
+        "plugin's; cudnn-last also sets TORCH_CUDNN_SDPA_DEPRIORITIZED=1 and TORCH_CUDNN_SDPA_PREFERRED=0",
     "sys.meta_path": "only when the package is imported before fairseq: a finder that calls register() "
         "once fairseq is imported, removed when it has",
 }

@@ -30,7 +30,11 @@ with the GPU synchronized, each a whole ``Trainer.train_step`` (forward,
 backward, optimizer, as fairseq-train); then one more update under the
 profiler records which kernels actually ran (``kernels``: forward calls
 per kernel, ``<kernel>_backward``, ``calls`` = every SDPA call) and
-``sdpa_state`` the switches and priority order in effect. Every cell's JSON
+``sdpa_state`` the switches and priority order in effect (``sdpa_state_after``:
+after the updates; ``torch_cudnn_sdpa_env``: the variables torch read at
+its first attention call, which decide whether it installs its cuDNN-first
+order; this process settles that order before the first cell, so each
+cell's order is the policy's). Every cell's JSON
 is written to ``--out`` the moment it is done (``SIZE-MODEL-PRECISION-POLICY.json``):
 a run killed at a time limit keeps every finished cell. Cells already in
 ``--out`` are skipped (``--redo`` measures them again), so a second run
@@ -143,7 +147,8 @@ def run_cells(opts, cells):
     x = torch.zeros(1, 1, 8, 8, device=device)
     F.scaled_dot_product_attention(x, x, x)
     torch_default = fused_attention.sdpa_state()
-    preferred_env = os.environ.get("TORCH_CUDNN_SDPA_PREFERRED")  # the cudnn-last policy sets it later
+    # as torch read them at that first call (the cudnn-last policy sets them later, for runs of its own)
+    cudnn_env = {var: os.environ.get(var) for var in fused_attention.CUDNN_DEPRIORITIZED_ENV}
 
     trainers, iterators = {}, {}
 
@@ -206,19 +211,21 @@ def run_cells(opts, cells):
         with fused_attention.recorded_kernels() as kernels:
             trainer.train_step([samples[0]])
         sync()
+        state_after = fused_attention.sdpa_state()  # what the updates left: torch may reorder at a call
         result = dict(cell, fresh_ms=fresh, seen_ms=seen, fresh_median_ms=statistics.median(fresh),
                       seen_median_ms=statistics.median(seen),
                       tokens_per_update=statistics.mean(int(s["ntokens"]) for s in samples),
                       shapes=[[int(s["net_input"]["src_tokens"].size(0)), int(s["net_input"]["src_tokens"].size(1)),
                                int(s["target"].size(1))] for s in samples],
                       skipped_updates=2 * opts.updates + 2 - (trainer.get_num_updates() - updates_before),
-                      kernels=dict(kernels), sdpa_state=state, torch_default_state=torch_default,
+                      kernels=dict(kernels), sdpa_state=state, sdpa_state_after=state_after,
+                      torch_default_state=torch_default,
                       params=sum(p.numel() for p in model.parameters()),
                       **benchmark.optimizer_record(trainer), device_name=(
                           torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"),
                       torch=torch.__version__, cuda=torch.version.cuda,
                       cudnn=torch.backends.cudnn.version() if device.type == "cuda" else None,
-                      torch_cudnn_sdpa_preferred=preferred_env,
+                      torch_cudnn_sdpa_env=cudnn_env,
                       seconds=time.time() - t0, max_tokens=opts.max_tokens, device=opts.device)
         benchmark.write_json_atomically(os.path.join(opts.out, cell_name(cell)), result)
         longest = max(longest, time.time() - t0)

@@ -23,6 +23,12 @@
   kernels ran, the gradients equal the math kernel's, and three Adam steps
   lower the loss; the kernel's ``misaligned address`` crash came from
   fp32 and fp16 training at Base size.
+* The SDPA policy in a fresh process, as fairseq-train starts: torch's
+  first attention call on the GPU (where it installs its cuDNN-first order
+  on sm90/sm100 unless its environment says not to) leaves
+  ``cudnn-last``'s order in place; torch's own order is recorded. Every
+  test of this file runs after one such call (a module fixture), under
+  torch's settled default order.
 * ``fairseq-train`` (its own ``main``, through its command-line parser) 50
   updates with ``--fp16`` and with ``--bf16`` per variant, then
   ``fairseq-generate`` on the checkpoint translates every test sentence.
@@ -34,7 +40,11 @@ guard the same path (fused-kernel layouts, ``--bf16`` on a CUDA machine, no
 device tensor to numpy) are in ``test_fused_attention_layout.py`` and
 ``test_gpu_path.py``; they run everywhere.
 """
+import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -42,7 +52,7 @@ import torch
 from fairseq_ctx.architectures import VARIANTS
 from fairseq_ctx.modules import fused_attention
 from tests.test_contract import ORDER, STEPS, _batch, _decode, _encode, _encoder_attention_keys, _row
-from tests.utils import USER_DIR, _cli_args, parse_generate, tiny_model
+from tests.utils import REPO, USER_DIR, _cli_args, parse_generate, tiny_model
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -59,6 +69,20 @@ NAMES = [v.name for v in VARIANTS]
 BY_NAME = {v.name: v for v in VARIANTS}
 
 _MODELS = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def torch_settled_its_order():
+    """One SDPA call on the GPU before any test: torch installs its default
+    priority order at its first call (cuDNN first on sm90/sm100 with a
+    recent cuDNN), and ``sdpa_kernel(..., set_priority=True)`` puts back the
+    order it found on entry, which before that call is the pre-default one:
+    without this, whichever test ran first in a worker would decide the
+    order every later test of that worker runs under."""
+    x = torch.zeros(1, 1, 8, 8, device="cuda")
+    torch.nn.functional.scaled_dot_product_attention(x, x, x)
+    torch.cuda.synchronize()
+
 
 
 def _model(name, dtype):
@@ -195,6 +219,39 @@ def test_fp32_training_through_the_memory_efficient_kernel(name, record_property
         loss, _, _ = loss_and_grads(SDPBackend.EFFICIENT_ATTENTION)
         losses.append(float(loss))
     assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0], losses
+
+
+# ---------------------------------------------------------------- the SDPA policy in a fresh process
+
+_ORDER_AFTER_ONE_CALL = """
+import json, torch
+import fairseq_ctx
+fairseq_ctx.register()  # applies FAIRSEQ_CTX_SDPA, as fairseq-train's --user-dir does
+from fairseq_ctx.modules import fused_attention
+before = fused_attention.sdpa_state()
+x = torch.zeros(2, 4, 8, 64, device="cuda", dtype=torch.float16)
+torch.nn.functional.scaled_dot_product_attention(x, x, x)  # torch settles its default order here
+print(json.dumps({"before": before, "after": fused_attention.sdpa_state()}))
+"""
+
+
+@pytest.mark.parametrize("policy", ["torch", "cudnn-last"])
+def test_policy_order_survives_torchs_first_call(policy, record_property):
+    """In a fresh process, as a user's fairseq-train starts: the plugin
+    applies the policy before any attention runs, and torch's first SDPA
+    call on the GPU (where it installs its cuDNN-first order on sm90/sm100
+    unless told not to) leaves ``cudnn-last``'s order in place. ``torch``'s
+    order is recorded, not checked: it is torch's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_CUDNN_SDPA")}
+    env.update(FAIRSEQ_CTX_SDPA=policy, PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", _ORDER_AFTER_ONE_CALL], env=env, cwd=REPO, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    state = json.loads(out.stdout.strip().splitlines()[-1])
+    record_property("sdpa_state", state)
+    if policy == "cudnn-last":
+        assert state["before"]["priority"][:4] == state["after"]["priority"][:4] == \
+            ["flash", "efficient", "cudnn", "math"], state
 
 
 # ---------------------------------------------------------------- fairseq's commands on the GPU

@@ -21,8 +21,9 @@ from tests.utils import REPO
 
 @pytest.fixture
 def saved_state(monkeypatch):
-    """torch's SDPA state and TORCH_CUDNN_SDPA_PREFERRED put back after the test."""
-    monkeypatch.delenv("TORCH_CUDNN_SDPA_PREFERRED", raising=False)
+    """torch's SDPA state and the cuDNN-priority variables put back after the test."""
+    for var in fused_attention.CUDNN_DEPRIORITIZED_ENV:
+        monkeypatch.delenv(var, raising=False)
     state = fused_attention.sdpa_state()
     yield state
     fused_attention.restore_sdpa_state(state)
@@ -54,7 +55,10 @@ def test_each_policy_sets_the_switches_and_runs_its_kernel(policy, saved_state):
         assert {k for k in ("flash", "efficient", "cudnn", "math") if state[k]} == on
         assert state["priority"][:len(head)] == head
         assert sorted(state["priority"]) == sorted(saved_state["priority"])  # a reordering, nothing lost
-    assert (os.environ.get("TORCH_CUDNN_SDPA_PREFERRED") == "0") == (policy == "cudnn-last")
+    # the variables torch reads before installing its cuDNN-first order (earlier: PREFERRED; current: DEPRIORITIZED)
+    assert ({k: os.environ.get(k) for k in ("TORCH_CUDNN_SDPA_DEPRIORITIZED", "TORCH_CUDNN_SDPA_PREFERRED")}
+            == ({"TORCH_CUDNN_SDPA_DEPRIORITIZED": "1", "TORCH_CUDNN_SDPA_PREFERRED": "0"} if policy == "cudnn-last"
+                else {"TORCH_CUDNN_SDPA_DEPRIORITIZED": None, "TORCH_CUDNN_SDPA_PREFERRED": None}))
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 4, 5, 8, generator=g, requires_grad=True) for _ in range(3))
     mask = fused_attention.attend_mask(torch.tensor([[False] * 5, [True, True, False, False, False]]), 5, 5,

@@ -23,6 +23,7 @@ enabled ones (``torch._fused_sdp_choice``). NMT batches have a new shape
 kernel that prepares itself per shape pays that preparation on nearly
 every update: on sm90/sm100 GPUs (H100, H200, B200) with a recent cuDNN,
 recent torch puts its cuDNN kernel first (unless
+``TORCH_CUDNN_SDPA_DEPRIORITIZED=1``; earlier torch read
 ``TORCH_CUDNN_SDPA_PREFERRED=0``), and cuDNN builds an execution plan for
 each new shape.
 Which kernel is fastest for such batches is a property of the GPU, torch
@@ -33,9 +34,11 @@ and cuDNN, so it is a setting, ``FAIRSEQ_CTX_SDPA`` (:data:`POLICIES`):
   shows which policy is fastest on the GPUs this project is run on.
 * ``cudnn-last``: every kernel enabled, cuDNN tried only where flash and
   memory-efficient attention cannot take the call (torch's order before it
-  preferred cuDNN; ``TORCH_CUDNN_SDPA_PREFERRED=0`` is set too, because
-  torch installs its cuDNN-first order at its first SDPA call and would
-  otherwise overwrite ours).
+  preferred cuDNN). torch installs its cuDNN-first order at its first SDPA
+  call on such a GPU, over any order set before it (``priority_order`` in
+  ``sdp_utils.cpp``), unless its environment says not to: the policy sets
+  ``TORCH_CUDNN_SDPA_DEPRIORITIZED=1`` (what current torch reads) and
+  ``TORCH_CUDNN_SDPA_PREFERRED=0`` (what earlier torch read).
 * ``no-cudnn``: the cuDNN kernel disabled.
 * ``flash``, ``efficient``, ``cudnn``, ``math``: that kernel forced, with
   the math kernel as the fallback for calls it cannot take (flash takes no
@@ -67,6 +70,9 @@ ALIGN_BYTES = 16
 
 SDPA_ENV = "FAIRSEQ_CTX_SDPA"
 DEFAULT_POLICY = "torch"
+# what keeps torch from installing its cuDNN-first order at its first SDPA
+# call: the variable current torch reads, and the one earlier torch read
+CUDNN_DEPRIORITIZED_ENV = {"TORCH_CUDNN_SDPA_DEPRIORITIZED": "1", "TORCH_CUDNN_SDPA_PREFERRED": "0"}
 # policy -> (kernels enabled, kernels first in the priority order); None: nothing touched
 POLICIES: Dict[str, Optional[tuple]] = {
     "torch": None,
@@ -203,7 +209,7 @@ def apply_policy(name: str) -> None:
     enabled, first = spec
     if name == "cudnn-last":
         # read once, at torch's first SDPA call on a GPU, which then installs the cuDNN-first order over ours
-        os.environ["TORCH_CUDNN_SDPA_PREFERRED"] = "0"
+        os.environ.update(CUDNN_DEPRIORITIZED_ENV)
     for kernel, (switch, _) in _KERNELS.items():
         getattr(torch.backends.cuda, "enable_" + switch)(kernel in enabled)
     _set_priority([getattr(SDPBackend, _KERNELS[k][1]) for k in first])
