@@ -19,6 +19,8 @@ def test_cxmi_is_the_token_mean_of_the_log_probability_gain():
     # gains: ln 2, 0, ln 4 over 3 tokens = ln 8 / 3 nats = 1 bit
     assert r["cxmi_nats"] == pytest.approx(math.log(8) / 3)
     assert r["cxmi_bits"] == pytest.approx(1.0)
+    # docmt_cxmi.py: the mean over sentences of each one's token mean, (ln 2 / 2 + ln 4) / 2 nats
+    assert r["cxmi_sentence_mean_nats"] == pytest.approx((math.log(2) / 2 + math.log(4)) / 2)
     assert r["tokens"] == 3 and r["sentences"] == 2
     assert [s["sum"] for s in r["per_sentence_bits"]] == pytest.approx([1.0, 2.0])
     assert [s["mean"] for s in r["per_sentence_bits"]] == pytest.approx([0.5, 2.0])
@@ -111,6 +113,13 @@ def test_context_models_cxmi_matches_a_hand_computation(doc_corpus, trained_chec
     assert any(abs(g) > 1e-4 for g in gains)  # the context does change this model's scores
     n_tokens = res["tokens"]
     assert res["cxmi"]["none"]["cxmi_nats"] == pytest.approx(sum(gains) / n_tokens, abs=1e-5)
+    # the authors' docmt_cxmi.py: np.mean over sentences of SequenceScorer's "score" (a sentence's summed
+    # log-probability over its tokens, </s> included) with context minus without (first sentences: 0)
+    lengths = [len(t.split()) + 1 for t in tgt]
+    gain_of = dict(zip([i for i in range(len(src)) if not (i == 0 or docs[i] != docs[i - 1])], gains))
+    reference = float(np.mean([gain_of.get(i, 0.0) / lengths[i] for i in range(len(src))]))
+    assert res["cxmi"]["none"]["cxmi_sentence_mean_nats"] == pytest.approx(reference, abs=1e-5)
+    assert abs(reference - sum(gains) / n_tokens) > 1e-6  # the two estimates differ here
     assert len(res["cxmi"]["top_pcxmi_vs_none"]) == 20
 
 

@@ -43,11 +43,13 @@ Paired bootstrap resampling (Koehn 2004)
     Moses' ``bootstrap-hypothesis-difference-significance.pl``): the same
     ``n_samples`` resamples of sentence indices for the baseline and each
     system, and a two-sided p-value for the observed |BLEU difference|.  One
-    correction: for an observed difference of exactly zero (identical
-    outputs, or e.g. two systems both at BLEU 0) sacreBLEU returns its
-    smallest p-value, 1/(n_samples+1), because it counts only strictly larger
-    resampled differences; every resampled difference is at least as extreme
-    as zero, so the p-value of such a system is set to 1.0.
+    departure: for an observed difference of exactly zero the p-value is set
+    to 1.0 (no evidence of a difference). sacreBLEU counts the resampled
+    centred differences strictly above the observed one, ``(c + 1) /
+    (n_samples + 1)``: with identical outputs (or two systems at BLEU 0 in
+    every resample) every centred difference is 0, none is counted, and it
+    returns its smallest p-value, 1/(n_samples+1); for different outputs
+    that happen to score the same it returns about 0.5.
 """
 import contextlib
 import functools

@@ -410,6 +410,10 @@ def format_report(res: Dict) -> str:
             r = res["cxmi"][c]
             lines.append(f"  against {c:<8} {r['cxmi_bits']:+.4f} [{r['ci95_bits'][0]:+.4f}, "
                          f"{r['ci95_bits'][1]:+.4f}]  ({r['cxmi_nats']:+.4f} nats)")
+        lines.append("  as docmt_cxmi.py (neulab/contextual-mt) estimates it, the mean over sentences of their "
+                     "token means, nats: " + ", ".join(
+                         f"{c} {res['cxmi'][c]['cxmi_sentence_mean_nats']:+.4f}"
+                         for c in (c.name for c in CONDITIONS if c is not TRUE)))
         lines.append("tokens with the largest P-CXMI against no context (bits):")
         for t in res["cxmi"]["top_pcxmi_vs_none"]:
             lines.append(f"  {t['pcxmi_bits']:+.3f}  '{t['token']}'  sentence {t['sentence']}: {t['target']}")

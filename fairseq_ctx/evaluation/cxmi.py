@@ -7,9 +7,15 @@ q scoring the reference Y of source X with context C and without it,
     CXMI(C -> Y | X) = H_q(Y | X) - H_q(Y | X, C)
                      ~ -1/N sum_i log q(y_i | x_i) + 1/N sum_i log q(y_i | x_i, c_i)
 
-estimated on a corpus; here the estimate is the mean over reference tokens
-(neulab/contextual-mt ``docmt_cxmi.py`` averages the per-sentence sums over
-the tokens of the corpus as well), in nats and in bits. Point-wise CXMI
+estimated on a corpus. The headline estimate here is the mean over the
+corpus's reference tokens (every token weighs the same), in nats and in
+bits. The authors' script (neulab/contextual-mt ``docmt_cxmi.py``) prints
+another one: the mean over sentences of each sentence's mean over its
+tokens (fairseq's ``SequenceScorer`` ``score``), in nats; it is reported
+beside (``cxmi_sentence_mean_nats``), and the two differ when sentences of
+different lengths gain differently. (Eq. 3 as printed averages whole
+sentences' log-probabilities over sentences: the per-sentence sums, in the
+per-sentence part of the report.) Point-wise CXMI
 (P-CXMI, Fernandes et al. ACL 2023, "When Does Translation Require
 Context?", Eq. 3) is the per-token difference
 ``log q(y_t | y_<t, x, c) - log q(y_t | y_<t, x)``: which words gain from
@@ -58,21 +64,25 @@ def bootstrap_interval(sums: np.ndarray, counts: np.ndarray, samples: int = 1000
 def cxmi(with_context: Sequence[np.ndarray], without: Sequence[np.ndarray], samples: int = 1000,
          seed: int = 1) -> Dict:
     """CXMI of log-probabilities per reference token (natural log), one
-    array per sentence, with and without the context: the corpus estimate in
-    nats and bits with its bootstrap interval, and per sentence the summed
-    and the mean difference (bits)."""
+    array per sentence, with and without the context: the corpus estimate
+    (mean over tokens) in nats and bits with its bootstrap interval,
+    ``docmt_cxmi.py``'s estimate (mean over sentences of their token means,
+    nats), and per sentence the summed and the mean difference (bits)."""
     deltas = _deltas(with_context, without)
     sums = np.array([d.sum() for d in deltas])
     counts = np.array([d.size for d in deltas], dtype=np.float64)
     if counts.sum() == 0:
         raise ValueError("no reference tokens to score")
+    if not counts.all():
+        raise ValueError(f"sentence {int(np.argmin(counts))}: no token scores")
     nats = float(sums.sum() / counts.sum())
     lo, hi = bootstrap_interval(sums, counts, samples, seed)
     return {"cxmi_nats": nats, "cxmi_bits": nats / LN2,
             "ci95_nats": [lo, hi], "ci95_bits": [lo / LN2, hi / LN2],
+            "cxmi_sentence_mean_nats": float((sums / counts).mean()),
             "bootstrap": {"samples": samples, "seed": seed, "unit": "sentence"},
             "tokens": int(counts.sum()), "sentences": len(deltas),
-            "per_sentence_bits": [{"sum": float(s / LN2), "mean": float(s / c / LN2) if c else 0.0}
+            "per_sentence_bits": [{"sum": float(s / LN2), "mean": float(s / c / LN2)}
                                   for s, c in zip(sums, counts)]}
 
 

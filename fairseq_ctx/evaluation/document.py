@@ -9,8 +9,11 @@ Document-level BLEU (d-BLEU)
     :func:`document_bleu`: each document's sentences joined with a space, in
     order, for hypotheses and references alike, then corpus BLEU over the
     documents (sacreBLEU, its defaults and signature): d-BLEU as Liu et al.
-    2020 (mBART) and Bao et al. 2021 (G-Transformer) report it, BLEU of whole
-    documents, each the concatenation of its sentences.  It counts
+    2020 (mBART) and Bao et al. 2021 (G-Transformer) define it, BLEU of whole
+    documents, each the concatenation of its sentences. (G-Transformer's
+    code scores its model instances, documents cut into segments of at most
+    its data builder's ``--max-tokens``, so on longer documents its
+    published numbers are not this one's.)  It counts
     n-grams that cross sentence boundaries and computes one brevity penalty
     over whole documents, so it differs from sentence-level corpus BLEU.
     :func:`join_documents` gives the joined texts, so that the paired
