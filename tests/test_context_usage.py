@@ -327,7 +327,9 @@ def test_generated_accuracy_of_a_two_to_two_model_with_own_and_reference_transla
     """A --target-context model: 'own' decodes the item's context sentence
     first and feeds its translation (= the hub's translate_document), and
     'reference' forces the set's target context (= the hub's translate with
-    target_context); CXMI is not computed for it."""
+    target_context); its CXMI scores the current sentence's tokens only, the
+    previous reference sentence forced as the target's prefix (by hand: the
+    token layout of the task's docs, one forward pass each)."""
     from fairseq_ctx import hub
     from fairseq_ctx.architectures import TINY_FLAGS
     from tests.utils import train_in_process
@@ -341,7 +343,7 @@ def test_generated_accuracy_of_a_two_to_two_model_with_own_and_reference_transla
     items = [1, 2, 5]
     rows = [(src[i - 1], src[i], tgt[i - 1], [tgt[i], " ".join(["Wx"] + tgt[i].split()[1:])], 0) for i in items]
     res = _usage(doc_corpus, ckpt, tmp_path, *GEN_FLAGS, *write_voita_set(tmp_path, "set", rows))
-    assert res["cxmi"] is None and res["target_context"]
+    assert res["target_context"]
     gen = res["generated"]
     assert set(gen["conditions"]) == {"own", "reference", "none"}
     model = hub.from_pretrained(str(ckpt), data_name_or_path=str(bin_dir), beam=2, max_len_b=12)
@@ -351,5 +353,37 @@ def test_generated_accuracy_of_a_two_to_two_model_with_own_and_reference_transla
         model.translate([src[i] for i in items], context=[src[i - 1] for i in items],
                         target_context=[tgt[i - 1] for i in items])
     assert [p["none"]["translation"] for p in gen["per_item"]] == model.translate([src[i] for i in items])
-    with pytest.raises(Exception, match="CXMI is not defined"):
-        _usage(doc_corpus, ckpt, tmp_path)
+    # CXMI against no context: s_prev <sep> s </s> -> t_prev <sep> y </s>, y </s> scored; none: s </s> -> y </s>
+    from fairseq import checkpoint_utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)],
+                                                                    arg_overrides={"data": str(bin_dir)})
+    net, d = models[0].eval(), task.target_dictionary
+    sep = d.index(task.cfg.context_separator)
+    docs = (raw / "test.docids").read_text().splitlines()
+
+    def logprob(source, target, n_scored):
+        src_t = torch.tensor([source])
+        tgt_t = torch.tensor(target)
+        prev = torch.cat([torch.tensor([d.eos()]), tgt_t[:-1]]).unsqueeze(0)
+        with torch.no_grad():
+            lp = net.get_normalized_probs(net(src_t, torch.tensor([len(source)]), prev), log_probs=True)[0]
+        return float(lp.gather(-1, tgt_t.unsqueeze(-1))[-n_scored:].sum())
+
+    def ids(line):
+        return d.encode_line(line, add_if_not_exist=False, append_eos=False).tolist()
+
+    per = res["cxmi"]["none"]["per_sentence_bits"]
+    gains = []
+    for i in range(len(src)):
+        if i == 0 or docs[i] != docs[i - 1]:  # no context either way; batched with other widths of padding
+            assert per[i]["sum"] == pytest.approx(0.0, abs=1e-5), i
+            continue
+        n = len(ids(tgt[i])) + 1
+        with_ctx = logprob([*ids(src[i - 1]), sep, *ids(src[i]), d.eos()],
+                           [*ids(tgt[i - 1]), sep, *ids(tgt[i]), d.eos()], n)
+        without = logprob([*ids(src[i]), d.eos()], [*ids(tgt[i]), d.eos()], n)
+        assert per[i]["sum"] * LN2 == pytest.approx(with_ctx - without, abs=1e-4), i
+        gains.append(with_ctx - without)
+    assert any(abs(g) > 1e-4 for g in gains)
+    assert res["tokens"] == sum(len(ids(t)) + 1 for t in tgt)  # the current sentences' tokens, nothing more

@@ -38,8 +38,10 @@ changed).
 A sentence-level model (plain ``transformer`` under the document task)
 ignores its context: every CXMI is exactly 0 and the accuracies do not
 change with the context. For a model that takes target context
-(``--target-context``) CXMI is not computed (its reference prefix would be
-scored too, which CXMI does not define): it needs a contrastive set.
+(``--target-context``) the previous reference sentences are the decoder's
+forced prefix and only the current sentence's tokens are scored (as
+Fernandes et al.'s ``docmt_cxmi.py`` scores its target-context models): its
+CXMI is that of the source and target context together.
 """
 import argparse
 import json
@@ -162,7 +164,9 @@ def parse_args(argv=None):
 def score_subset(models, task, subset: str, condition: Condition, args, use_cuda: bool):
     """``(scores, dataset)``: the log-probabilities (nats) of every reference
     token of ``subset`` (``</s>`` included), one array per sentence in id
-    order, with the context of ``condition``, and the dataset scored."""
+    order, with the context of ``condition``, and the dataset scored. With
+    target context the target is ``t_prev <sep> y </s>``: only the tokens of
+    ``y </s>`` are kept (the prefix is the condition's context)."""
     import torch
     from fairseq import utils
     from fairseq.sequence_scorer import SequenceScorer
@@ -187,7 +191,9 @@ def score_subset(models, task, subset: str, condition: Condition, args, use_cuda
     if sorted(out) != list(range(len(dataset))):
         raise FairseqCtxError(f"--gen-subset {subset}: {len(out)} of {len(dataset)} sentences scored "
                               "(a sentence longer than the model takes?)")
-    return [out[i] for i in range(len(dataset))], dataset
+    # the current sentence, y </s>: the last tokens of a target whatever its prefix (cut from the left if long)
+    current = np.asarray(getattr(dataset, "pair", dataset).tgt_sizes, dtype=np.int64)
+    return [out[i][len(out[i]) - current[i]:] for i in range(len(dataset))], dataset
 
 
 def cxmi_report(models, task, args, use_cuda) -> Dict:
@@ -202,9 +208,9 @@ def cxmi_report(models, task, args, use_cuda) -> Dict:
     top = top_pcxmi(scores[TRUE.name], scores[NONE.name], args.top)
     for t in top:
         item = dataset[t["sentence"]]
-        tokens = item["target"].tolist()
-        t["token"] = tgt_dict[tokens[t["position"]]]
-        t["target"] = tgt_dict.string(item["target"])
+        tokens = item["target"][len(item["target"]) - len(scores[TRUE.name][t["sentence"]]):]  # y </s>
+        t["token"] = tgt_dict[int(tokens[t["position"]])]
+        t["target"] = tgt_dict.string(tokens)
         t["source"] = src_dict.string(item["source"])
     report["top_pcxmi_vs_none"] = top
     return report
@@ -400,23 +406,21 @@ def attribution(models, task, args, groups, mode, verdicts=None) -> Dict:
 
 
 def format_report(res: Dict) -> str:
-    if res["cxmi"] is None:
-        lines = [f"{res['path']}: context {res['context']}, with target context; CXMI {res['cxmi_note']}"]
-    else:
-        lines = [f"{res['path']} on {res['gen_subset']}: {res['sentences']} sentences, {res['tokens']} reference "
-                 f"tokens; context {res['context']}",
-                 "CXMI of the true context (bits per token, 95% bootstrap interval over sentences):"]
-        for c in (c.name for c in CONDITIONS if c is not TRUE):
-            r = res["cxmi"][c]
-            lines.append(f"  against {c:<8} {r['cxmi_bits']:+.4f} [{r['ci95_bits'][0]:+.4f}, "
-                         f"{r['ci95_bits'][1]:+.4f}]  ({r['cxmi_nats']:+.4f} nats)")
-        lines.append("  as docmt_cxmi.py (neulab/contextual-mt) estimates it, the mean over sentences of their "
-                     "token means, nats: " + ", ".join(
-                         f"{c} {res['cxmi'][c]['cxmi_sentence_mean_nats']:+.4f}"
-                         for c in (c.name for c in CONDITIONS if c is not TRUE)))
-        lines.append("tokens with the largest P-CXMI against no context (bits):")
-        for t in res["cxmi"]["top_pcxmi_vs_none"]:
-            lines.append(f"  {t['pcxmi_bits']:+.3f}  '{t['token']}'  sentence {t['sentence']}: {t['target']}")
+    lines = [f"{res['path']} on {res['gen_subset']}: {res['sentences']} sentences, {res['tokens']} reference "
+             f"tokens; context {res['context']}" + (", with the previous reference sentences as the target's "
+                                                     "forced prefix" if res["target_context"] else ""),
+             "CXMI of the true context (bits per token, 95% bootstrap interval over sentences):"]
+    for c in (c.name for c in CONDITIONS if c is not TRUE):
+        r = res["cxmi"][c]
+        lines.append(f"  against {c:<8} {r['cxmi_bits']:+.4f} [{r['ci95_bits'][0]:+.4f}, "
+                     f"{r['ci95_bits'][1]:+.4f}]  ({r['cxmi_nats']:+.4f} nats)")
+    lines.append("  as docmt_cxmi.py (neulab/contextual-mt) estimates it, the mean over sentences of their "
+                 "token means, nats: " + ", ".join(
+                     f"{c} {res['cxmi'][c]['cxmi_sentence_mean_nats']:+.4f}"
+                     for c in (c.name for c in CONDITIONS if c is not TRUE)))
+    lines.append("tokens with the largest P-CXMI against no context (bits):")
+    for t in res["cxmi"]["top_pcxmi_vs_none"]:
+        lines.append(f"  {t['pcxmi_bits']:+.3f}  '{t['token']}'  sentence {t['sentence']}: {t['target']}")
     if "contrastive" in res:
         lines.append("contrastive accuracy: " + ", ".join(
             f"{name} context {r['accuracy']:.4f} ({r['correct']:g}/{r['groups']})"
@@ -470,10 +474,6 @@ def main(argv=None):
         raise FairseqCtxError(f"--path {args.path}: trained without the document task; context usage "
                               "needs --task document_translation")
     target_context = bool(getattr(task.cfg, "target_context", False))
-    if target_context and not args.format:
-        raise FairseqCtxError(f"--path {args.path}: a --target-context model scores its reference prefix "
-                              "too, so CXMI is not defined for it; give a contrastive set (--format ...) "
-                              "for its contrastive and generated accuracy")
     if task.cfg.context_size < 1:
         raise FairseqCtxError("--context-size: the checkpoint's task gives no context (0); pass "
                               "--context-size 1 or more")
@@ -487,13 +487,11 @@ def main(argv=None):
            "context": mode.meaning,
            "target_context": target_context,
            "reference": "Fernandes et al. 2021 (CXMI), 2023 (P-CXMI)",
-           "units": "bits per reference token (nats beside); </s> included"}
-    if target_context:
-        res["cxmi"] = None
-        res["cxmi_note"] = "not defined for a --target-context model (its reference prefix is scored too)"
-    else:
-        res["cxmi"] = cxmi_report(models, task, args, use_cuda)
-        res["sentences"], res["tokens"] = res["cxmi"]["none"]["sentences"], res["cxmi"]["none"]["tokens"]
+           "units": "bits per reference token (nats beside); </s> included"
+                    + ("; the current sentence's tokens only, the previous reference sentences a forced prefix"
+                       if target_context else "")}
+    res["cxmi"] = cxmi_report(models, task, args, use_cuda)
+    res["sentences"], res["tokens"] = res["cxmi"]["none"]["sentences"], res["cxmi"]["none"]["tokens"]
     verdicts = None
     if groups is not None:
         res["contrastive"], verdicts = contrastive_report(models, task, args, use_cuda, groups)
