@@ -46,16 +46,23 @@ _SOURCE_KEY = "encoder.embed_tokens.weight"
 _TARGET_KEYS = ("decoder.embed_tokens.weight", "decoder.output_projection.weight")
 
 
+# the task configuration of the checkpoint loaded last (see take_loaded_task_cfg)
+_loaded_task_cfg = None
+
+
 def remember_source(state, path):
     """Note on ``state["model"]`` the checkpoint file, architecture and task it
     came from (an attribute, like torch's own ``_metadata``: it does not
-    become a key, so strict loading is unaffected)."""
+    become a key, so strict loading is unaffected), and keep the task
+    configuration it was trained with for :func:`take_loaded_task_cfg`."""
+    global _loaded_task_cfg
     model_state = state.get("model") if isinstance(state, dict) else None
     if model_state is None:
         return
     cfg = state.get("cfg") or {}
     model_cfg = cfg.get("model") if hasattr(cfg, "get") else None
     task_cfg = cfg.get("task") if hasattr(cfg, "get") else None
+    _loaded_task_cfg = task_cfg if task_cfg is not None else state.get("args")
     args = state.get("args")
     arch = getattr(model_cfg, "arch", None) or getattr(model_cfg, "_name", None) or getattr(args, "arch", None)
     task = getattr(task_cfg, "_name", None) or getattr(args, "task", None)
@@ -63,6 +70,19 @@ def remember_source(state, path):
         model_state._fairseq_ctx_source = {"path": str(path), "arch": arch, "task": task}
     except AttributeError:  # a plain dict takes no attributes: messages then say "the checkpoint"
         pass
+
+
+def take_loaded_task_cfg():
+    """The task configuration of the checkpoint loaded last (None if none
+    was, or it was taken already). fairseq's ``load_model_ensemble_and_task``
+    (behind generate, interactive, validate and the hubs) builds each model
+    with ``task.build_model(..., from_checkpoint=True)`` right after loading
+    its file, and the model's own configuration holds the task's flags only
+    for legacy architectures: the task takes the checkpoint's training
+    flags from here."""
+    global _loaded_task_cfg
+    cfg, _loaded_task_cfg = _loaded_task_cfg, None
+    return cfg
 
 
 def _task_name(task) -> str:

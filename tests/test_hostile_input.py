@@ -252,6 +252,26 @@ def test_validate_with_other_dictionaries(other_dicts, ctxsan, capsys):
     assert "| loss" not in capsys.readouterr().out
 
 
+def test_decoding_with_other_document_flags_than_training(data, ctxenc, capsys):
+    """A flag that changes the input format (here --concat-context, which
+    the ctxenc checkpoint was trained without; the other way round a
+    --concat-context model would translate as a sentence-level one) stops
+    generate and interactive in one line; another --context-size is said
+    in a warning, and decoded."""
+    said = ("--concat-context: the checkpoint was trained with no --concat-context, this command gives "
+            "--concat-context; decode with the document-task flags it was trained with")
+    proc = generate(data[1], ctxenc, task_flags=[*TASK, "--concat-context"], extra=SKIP, check=False)[2]
+    one_line_error(proc, said)
+    assert "H-" not in proc.stdout
+    exc = cli_in_process("interactive", [data[1], "--user-dir", USER_DIR, "--path", ctxenc, "--cpu", *TASK,
+                                         "--concat-context"], stdin="w1 w2\n")
+    user_line(exc, said)
+    assert "H-" not in capsys.readouterr().out
+    _, _, proc = generate(data[1], ctxenc, task_flags=[*TASK, "--context-size", "2"], extra=SKIP)  # exit 0
+    assert ("--context-size: the checkpoint was trained with --context-size 1, this command gives --context-size 2 "
+            "(the context it is evaluated with differs from its training)") in proc.stderr
+
+
 def test_checkpoint_of_another_task(data, ctxsan):
     """Trained with --task translation, decoded with document_translation
     (which adds <sep>): one symbol apart, and the message says why. In-process,

@@ -273,6 +273,11 @@ class DocumentTranslationTask(TranslationTask):
 
     # --------------------------------------------------------------- model
     def build_model(self, cfg, from_checkpoint=False):
+        if from_checkpoint:
+            from fairseq_ctx import checkpoint_checks
+
+            trained = checkpoint_checks.take_loaded_task_cfg()
+            self._check_trained_flags(trained if trained is not None else cfg)
         model = super().build_model(cfg, from_checkpoint)
         if from_checkpoint:  # fairseq-generate, -interactive, -validate, hubs: --bf16 (half_decoding.py)
             model = half_decoding.for_inference(model, self.cfg, getattr(self, "set_up_from_checkpoint", False))
@@ -283,6 +288,39 @@ class DocumentTranslationTask(TranslationTask):
             if isinstance(dataset, DocumentContextDataset):
                 dataset.input_mode = self.context_input
         return model
+
+    # flags that change what the model reads: decoding without the ones it was
+    # trained with gives it another input format, with no error from the model
+    FORMAT_FLAGS = ("concat_context", "target_context", "context_separator")
+    # flags that choose which sentences: another value is an evaluation choice
+    SELECTION_FLAGS = ("context_size", "context_mode")
+
+    def _check_trained_flags(self, trained_cfg) -> None:
+        """A checkpoint decoded (generate, interactive, validate, hubs) with
+        document-task flags other than it was trained with: one line for a
+        flag that changes the input format (a ``--concat-context`` model
+        without it would translate as a sentence-level model), a warning for
+        the context's size or mode. ``trained_cfg``: the checkpoint's task
+        configuration (:func:`~fairseq_ctx.checkpoint_checks.take_loaded_task_cfg`),
+        else its model configuration (which holds every flag for a legacy
+        architecture); a checkpoint trained without this task has none of
+        the flags: nothing to compare."""
+        def shown(flag, value):
+            name = "--" + flag.replace("_", "-")
+            return (name if value else f"no {name}") if isinstance(value, bool) else f"{name} {value}"
+
+        for flag in self.FORMAT_FLAGS + self.SELECTION_FLAGS:
+            trained = getattr(trained_cfg, flag, None)
+            given = getattr(self.cfg, flag, None)
+            if trained is None or given is None or str(trained) == str(given):
+                continue
+            said = (f"the checkpoint was trained with {shown(flag, trained)}, this command gives "
+                    f"{shown(flag, given)}")
+            if flag in self.FORMAT_FLAGS:
+                raise ConfigError(f"--{flag.replace('_', '-')}: {said}; decode with the document-task flags it "
+                                  "was trained with")
+            logger.warning(f"--{flag.replace('_', '-')}: {said} (the context it is evaluated with differs "
+                           "from its training)")
 
     def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
         """fairseq's size filter (skip with ``--skip-invalid-size-inputs-valid-test``,
