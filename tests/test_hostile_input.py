@@ -42,7 +42,8 @@ torch.set_num_threads(1)
 
 TASK = ["--task", "document_translation"]
 SKIP = ["--skip-invalid-size-inputs-valid-test"]
-LIMIT = 8  # source/target positions of the ctxenc checkpoint; test sentences have up to 12 words
+LIMIT = 8  # source/target positions of the ctxenc and 2-to-2 checkpoints; test sentences have up to 12 words
+TWO_TO_TWO = ["--concat-context", "--target-context"]
 
 
 def one_line_error(proc, *needles):
@@ -111,6 +112,17 @@ def other_dicts(data, tmp_path_factory):
 def ctxsan(data, tmp_path_factory):
     save = tmp_path_factory.mktemp("ctxsan")
     train(data[1], save, arch="transformer_ctxsan", max_update=2)
+    return save / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="module")
+def two_to_two(data, tmp_path_factory):
+    """The 2-to-2 concatenation (context glued to source and target) with
+    ctxenc's positions."""
+    save = tmp_path_factory.mktemp("two_to_two")
+    pos = ["--max-source-positions", LIMIT, "--max-target-positions", LIMIT]
+    train(data[1], save, arch="transformer", task_flags=[*TASK, *TWO_TO_TWO], max_update=2,
+          extra=pos + ["--encoder-learned-pos", "--decoder-learned-pos"] + SKIP)
     return save / "checkpoint_last.pt"
 
 
@@ -375,13 +387,17 @@ def test_too_long_sentences_skipped_and_long_context_cut(data, ctxenc, capsys, c
     assert f"have a context longer than the model's source limit of {LIMIT} tokens" in caplog.text
 
 
-def test_concat_context_is_cut_to_the_limit(data, ctxenc, capsys, caplog):
+def test_concat_context_is_cut_to_the_limit(data, two_to_two, capsys, caplog):
+    """Glued to the source and to the target (2-to-2), the context is cut to
+    the model's limits, oldest tokens first, each with a warning."""
     raw, bin_dir = data
-    hyps, srcs = _generate_in_process(bin_dir, ctxenc, TASK + SKIP + ["--concat-context"], capsys)
+    hyps, srcs = _generate_in_process(bin_dir, two_to_two, TASK + SKIP + TWO_TO_TWO, capsys)
     assert sorted(hyps) == sorted(srcs) == _short_ids(raw)
     assert all(len(s.split()) < LIMIT for s in srcs.values())  # context + <sep> + source, without EOS
     assert any("<sep>" in s for s in srcs.values())
     assert "counting the sentence itself with --concat-context" in caplog.text
+    assert (f"have a target context longer than the model's target limit of {LIMIT} tokens "
+            "(--max-target-positions, counting the sentence itself with --target-context)") in caplog.text
 
 
 def test_too_long_interactive_line_is_an_error(data, ctxenc, capsys):

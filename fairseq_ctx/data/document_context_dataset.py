@@ -161,6 +161,22 @@ class DocumentContextDataset(FairseqDataset):
             cut &= ~self.skip
         return int(cut.sum())
 
+    def cap_target_context(self, limit: int) -> int:
+        """Cap the glued target (``--target-context``) at ``limit`` tokens;
+        returns how many items (not skipped) lose their target context's
+        oldest tokens to the cap (0 without target context)."""
+        if self.target_pool is None or self.pair.tgt_sizes is None:
+            return 0
+        if self.max_target_tokens is None or self.max_target_tokens > limit:
+            self.max_target_tokens = limit
+            self._compute_sizes()
+        tgt = np.asarray(self.pair.tgt_sizes, dtype=np.int64)
+        context = _pool_lengths(self.target_index, self.target_pool_sizes)
+        cut = (context > 0) & (tgt + context > limit)
+        if self.skip is not None:
+            cut &= ~self.skip
+        return int(cut.sum())
+
     # ------------------------------------------------------------------ items
     def context_sentences(self, index: int) -> List[torch.Tensor]:
         return [self.pool[j] for j in self.context_index[index] if j >= 0]

@@ -341,6 +341,13 @@ class DocumentTranslationTask(TranslationTask):
                                f"limit of {limit} tokens (--max-source-positions{dataset.input_mode.cap_note}): "
                                "its oldest tokens are dropped")
         if isinstance(max_positions, tuple) and max_positions[1] is not None:
+            if isinstance(dataset, DocumentContextDataset):
+                cut = dataset.cap_target_context(int(max_positions[1]))
+                if cut:
+                    logger.warning(f"{cut} of {len(dataset)} sentences have a target context longer than the "
+                                   f"model's target limit of {max_positions[1]} tokens (--max-target-positions, "
+                                   "counting the sentence itself with --target-context): its oldest tokens are "
+                                   "dropped")
             # the forced prefix of previous translations fits the models' target limit
             self.documents.limit_prefixes(dataset, int(max_positions[1]))
         indices, ignored = dataset.filter_indices_by_size(indices, max_positions)
