@@ -298,6 +298,15 @@ def test_bad_data(data, tmp_path):
     (broken / "test.src-tgt.docids").write_text("\n".join(lines[:-1]) + "\n")
     with pytest.raises(ValueError, match=r"has 12 lines but the split has 13"):
         setup(broken).load_dataset("test")
+    # a training shard (train1) loaded with train: the docids file must hold its lines too, and the error says so
+    for f in list(broken.glob("train.src-tgt.*")):
+        if not f.name.endswith(".docids"):
+            shutil.copy(f, broken / f.name.replace("train.", "train1.", 1))
+    n = len((broken / "train.src-tgt.docids").read_text().splitlines())
+    with pytest.raises(ValueError, match=rf"has {n} lines but the split has {2 * n} sentences \(its shards train1 "
+                                         r"loaded with it: the file holds their lines too, in that order\)"):
+        # (fairseq 0.12's --upsample-primary default of -1 cannot combine shards at all: 1 is its old default)
+        setup(broken, ["--upsample-primary", "1"]).load_dataset("train", combine=True)
     proc = train(broken, tmp_path / "ckpt", arch="transformer_ctxenc_tiny", model_flags=(),
                  task_flags=TASK, max_update=1, check=False)
     assert proc.returncode != 0 and "valid.src-tgt.docids" in proc.stderr

@@ -42,8 +42,19 @@ def docids_path(data_path: str, split: str, src: str, tgt: str) -> str:
         "(one document id per line of the split, beside the binarized data)")
 
 
-def read_docids(path: str, num_lines: int) -> np.ndarray:
-    """One document id per line of ``path``, which must have ``num_lines``."""
+def shards(data_path: str, split: str, src: str, tgt: str) -> list:
+    """The split's shards beside it (``{split}1``, ``{split}2``, ...), which
+    fairseq loads with it as one split when it combines them (training)."""
+    found = []
+    while any(os.path.exists(os.path.join(data_path, f"{split}{len(found) + 1}.{a}-{b}.{src}.idx"))
+              for a, b in ((src, tgt), (tgt, src))):
+        found.append(f"{split}{len(found) + 1}")
+    return found
+
+
+def read_docids(path: str, num_lines: int, shard_names=()) -> np.ndarray:
+    """One document id per line of ``path``, which must have ``num_lines``
+    (the sentences of the split and of ``shard_names``, loaded with it)."""
     # split on "\n" only, like the binarizer counts lines (str.splitlines
     # would also split on \x0b, \u2028, ...)
     with open(path, encoding="utf-8", newline="") as f:
@@ -51,9 +62,11 @@ def read_docids(path: str, num_lines: int) -> np.ndarray:
     if docids and docids[-1] == "":
         docids.pop()
     if len(docids) != num_lines:
+        combined = (f" (its shards {', '.join(shard_names)} loaded with it: the file holds their lines too, "
+                    "in that order)" if shard_names else "")
         raise DataError(
             f"document_translation: {path} has {len(docids)} lines but the split has "
-            f"{num_lines} sentences; the docids file must have one line per sentence")
+            f"{num_lines} sentences{combined}; the docids file must have one line per sentence")
     return np.array(docids)
 
 
@@ -81,17 +94,19 @@ def context_file_index(prefix: str, pair, dictionary, rule: ContextRule):
 
 
 def split_context(data_path: str, split: str, pair, dictionary, src: str, tgt: str, rule: ContextRule,
-                  target_context: bool = False):
+                  target_context: bool = False, combined: bool = False):
     """``(index, pool, pool sizes, description)`` of a loaded split
     ``pair`` (languages ``src``-``tgt``) under the context rule ``rule``:
     from its context file when there is one, else from its docids.
     ``target_context``: the previous target sentences are needed too, which
-    a context file does not have."""
+    a context file does not have. ``combined``: fairseq loaded the split's
+    shards with it (training), whose lines its docids file must hold too."""
     prefix = context_file_prefix(data_path, split, src, tgt)
     if prefix is not None:
         if target_context:
             raise ConfigError(f"--target-context needs the previous target sentences, which {prefix} (source "
                               "side only) does not have")
         return (*context_file_index(prefix, pair, dictionary, rule), f"explicit context {os.path.basename(prefix)}")
-    docids = read_docids(docids_path(data_path, split, src, tgt), len(pair))
+    docids = read_docids(docids_path(data_path, split, src, tgt), len(pair),
+                         shards(data_path, split, src, tgt) if combined else ())
     return rule.index(docids), pair.src, pair.src_sizes, f"{len(set(docids.tolist()))} documents"

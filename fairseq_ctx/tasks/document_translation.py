@@ -192,7 +192,7 @@ class DocumentTranslationTask(TranslationTask):
         pair = self.datasets[split]
         index, pool, pool_sizes, source = split_context.split_context(
             data_path, split, pair, self.source_dictionary, self.cfg.source_lang, self.cfg.target_lang, rule,
-            target_context=self.glues_target_context)
+            target_context=self.glues_target_context, combined=combine)
         target = {}
         if self.glues_target_context and pair.tgt is not None:
             target = dict(target_pool=pair.tgt, target_pool_sizes=pair.tgt_sizes, target_sep=self.tgt_sep,
