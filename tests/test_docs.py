@@ -439,8 +439,28 @@ def _printed_missing_data(tmp_path, monkeypatch):
     return ERROR_PREFIX + str(e.value)
 
 
+def _printed_other_document_flags(tmp_path):
+    """The document task building a model from a checkpoint trained without
+    --concat-context, on a command line that gives it."""
+    from argparse import Namespace
+
+    from fairseq_ctx.errors import ConfigError
+    from fairseq_ctx.tasks.document_translation import DocumentTranslationTask
+
+    task = DocumentTranslationTask.__new__(DocumentTranslationTask)  # only its flags are read
+    task.cfg = Namespace(concat_context=True, target_context=False, context_separator="<sep>", context_size=1,
+                         context_mode="previous")
+    trained = Namespace(concat_context=False, target_context=False, context_separator="<sep>", context_size=1,
+                        context_mode="previous")
+    with pytest.raises(ConfigError) as e:
+        task._check_trained_flags(trained)
+    return ERROR_PREFIX + str(e.value)
+
+
 # quote in the docs -> how to make the code print it (the first line it prints)
 QUOTED = {
+    "fairseq_ctx: error: --concat-context: the checkpoint was trained with no --concat-context, this command gives "
+    "--concat-context; decode with the document-task flags it was trained with": _printed_other_document_flags,
     "fairseq_ctx: error: DATA-BIN data/bibel/bin: no such directory ...": _printed_missing_data,
     "fairseq_ctx: error: refusing to load checkpoint ...": _printed_refused,
     "fairseq_ctx: error: cannot read checkpoint ...": _printed_truncated,
