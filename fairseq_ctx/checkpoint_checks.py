@@ -79,7 +79,10 @@ def take_loaded_task_cfg():
     with ``task.build_model(..., from_checkpoint=True)`` right after loading
     its file, and the model's own configuration holds the task's flags only
     for legacy architectures: the task takes the checkpoint's training
-    flags from here."""
+    flags from here. Flags given as ``arg_overrides`` (fairseq-validate's
+    explicit flags, the hubs' keyword arguments, ``--model-overrides``) are
+    written into that configuration as it is loaded, so they read as
+    trained with."""
     global _loaded_task_cfg
     cfg, _loaded_task_cfg = _loaded_task_cfg, None
     return cfg

@@ -296,7 +296,7 @@ class DocumentTranslationTask(TranslationTask):
     SELECTION_FLAGS = ("context_size", "context_mode")
 
     def _check_trained_flags(self, trained_cfg) -> None:
-        """A checkpoint decoded (generate, interactive, validate, hubs) with
+        """A checkpoint decoded (generate, interactive) with
         document-task flags other than it was trained with: one line for a
         flag that changes the input format (a ``--concat-context`` model
         without it would translate as a sentence-level model), a warning for
