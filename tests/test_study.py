@@ -684,13 +684,15 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert not (out / "transformer-wide" / "train.done").exists()
     final = {r["name"]: r for r in json.loads(results.read_text())["runs"]}
     assert final["transformer"]["bleu"] == by_name["transformer"]["bleu"]
-    # how far the cut run got depends on the machine: an epoch of the toy
-    # model, forked from the launcher, can end within the one-second deadline
+    # how far the cut run got depends on the machine: the toy model's epochs,
+    # forked from the launcher, can end within the one-second deadline, both
+    # of them on a fast machine, with the cut before the run was marked
+    # trained; whatever it reached, its record is what its logs show
     from fairseq_ctx.study.runs import by_name as run_named
     from fairseq_ctx.study.train import history
 
     cut_epochs = history(str(out), run_named(["transformer-wide"])[0])
-    assert len(cut_epochs) < 2 and final["transformer-wide"]["epochs"] == len(cut_epochs)
+    assert final["transformer-wide"]["epochs"] == len(cut_epochs)
     assert final["transformer-wide"]["status"] == ("training" if cut_epochs else "not started")
     assert "bleu" not in final["transformer-wide"]
     assert sorted(os.listdir(result_dir)) == ["call.log", "results.tgz"]
