@@ -78,11 +78,12 @@ def take_loaded_task_cfg():
     (behind generate, interactive, validate and the hubs) builds each model
     with ``task.build_model(..., from_checkpoint=True)`` right after loading
     its file, and the model's own configuration holds the task's flags only
-    for legacy architectures: the task takes the checkpoint's training
-    flags from here. Flags given as ``arg_overrides`` (fairseq-validate's
-    explicit flags, the hubs' keyword arguments, ``--model-overrides``) are
-    written into that configuration as it is loaded, so they read as
-    trained with."""
+    for legacy architectures. The document task reads the flags a
+    checkpoint was trained with from the record in its task state; this is
+    its fallback for a checkpoint saved without one. Flags given as
+    ``arg_overrides`` (fairseq-validate's explicit flags, the hubs' keyword
+    arguments, ``--model-overrides``) are written into this configuration as
+    it is loaded, so here they read as trained with."""
     global _loaded_task_cfg
     cfg, _loaded_task_cfg = _loaded_task_cfg, None
     return cfg

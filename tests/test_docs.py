@@ -450,8 +450,8 @@ def _printed_other_document_flags(tmp_path):
     task = DocumentTranslationTask.__new__(DocumentTranslationTask)  # only its flags are read
     task.cfg = Namespace(concat_context=True, target_context=False, context_separator="<sep>", context_size=1,
                          context_mode="previous")
-    trained = Namespace(concat_context=False, target_context=False, context_separator="<sep>", context_size=1,
-                        context_mode="previous")
+    trained = dict(concat_context=False, target_context=False, context_separator="<sep>", context_size=1,
+                   context_mode="previous")
     with pytest.raises(ConfigError) as e:
         task._check_trained_flags(trained)
     return ERROR_PREFIX + str(e.value)

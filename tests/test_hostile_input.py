@@ -284,6 +284,70 @@ def test_decoding_with_other_document_flags_than_training(data, ctxenc, capsys):
             "(the context it is evaluated with differs from its training)") in proc.stderr
 
 
+def test_other_document_flags_wherever_the_checkpoint_is_loaded(data, ctxenc, tmp_path, capsys, monkeypatch):
+    """The flags a checkpoint was trained with are recorded in its task
+    state, which arg_overrides do not reach: fairseq-validate's flags and
+    the hubs' keyword arguments (written into the checkpoint's configuration
+    as it loads) are checked too, and --model-overrides is compared with
+    what was trained, not with itself. A checkpoint saved without the
+    record is checked against its configuration as loaded."""
+    from fairseq_ctx import hub
+    from fairseq_ctx.tasks import document_translation
+
+    said = ("--concat-context: the checkpoint was trained with no --concat-context, this command gives "
+            "--concat-context; decode with the document-task flags it was trained with")
+    recorded = torch.load(ctxenc, weights_only=True)["task_state"]["document_flags"]
+    assert recorded == {"concat_context": False, "target_context": False, "context_separator": "<sep>",
+                        "context_size": 1, "context_mode": "previous"}
+    exc = cli_in_process("validate", [data[1], "--user-dir", USER_DIR, "--path", ctxenc, "--cpu",
+                                      "--max-tokens", 500, *TASK, "--concat-context", *SKIP])
+    user_line(exc, said)
+    assert "| loss" not in capsys.readouterr().out
+    with pytest.raises(ConfigError, match=said):
+        hub.from_pretrained(str(ctxenc.parent), checkpoint_file=ctxenc.name, data_name_or_path=str(data[1]),
+                            concat_context=True)
+    size = ("--context-size: the checkpoint was trained with --context-size 1, this command gives --context-size 2 "
+            "(the context it is evaluated with differs from its training)")
+    warned = []
+    monkeypatch.setattr(document_translation.logger, "warning", warned.append)
+    hub.from_pretrained(str(ctxenc.parent), checkpoint_file=ctxenc.name, data_name_or_path=str(data[1]),
+                        context_size=2)
+    assert warned == [size]
+    # the override changes what the checkpoint's configuration says, not what it was trained with
+    overrides = ["--model-overrides", "{'context_size': 2}"]
+    _, _, proc = generate(data[1], ctxenc, task_flags=[*TASK, "--context-size", "2"], extra=[*SKIP, *overrides])
+    assert size in proc.stderr
+    _, _, proc = generate(data[1], ctxenc, task_flags=TASK, extra=[*SKIP, "--model-overrides",
+                                                                   "{'concat_context': True}"])
+    assert "trained with" not in proc.stderr and "H-" in proc.stdout
+    # saved without the record: its configuration as loaded
+    state = torch.load(ctxenc, weights_only=True)
+    state["task_state"].pop("document_flags")
+    unrecorded = tmp_path / "unrecorded.pt"
+    torch.save(state, unrecorded)
+    one_line_error(generate(data[1], unrecorded, task_flags=[*TASK, "--concat-context"], extra=SKIP,
+                            check=False)[2], said)
+
+
+def test_a_fine_tuned_checkpoint_records_its_own_flags(data):
+    """The task state a checkpoint saves holds the flags of the task that
+    saved it, even after that task loaded another checkpoint's (fine-tuning
+    a sentence-level model into a --concat-context one records
+    --concat-context)."""
+    from fairseq import options, tasks
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(data[1]), "--user-dir", USER_DIR, "--arch", "transformer", *TASK, "--concat-context",
+        "--context-size", "2"])
+    task = tasks.setup_task(args)
+    task.load_state_dict({"document_flags": {"concat_context": False, "target_context": False,
+                                             "context_separator": "<sep>", "context_size": 1,
+                                             "context_mode": "previous"}})
+    assert task.state_dict()["document_flags"] == {"concat_context": True, "target_context": False,
+                                                   "context_separator": "<sep>", "context_size": 2,
+                                                   "context_mode": "previous"}
+
+
 def test_checkpoint_of_another_task(data, ctxsan):
     """Trained with --task translation, decoded with document_translation
     (which adds <sep>): one symbol apart, and the message says why. In-process,

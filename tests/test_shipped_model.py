@@ -80,3 +80,22 @@ def test_the_readme_first_command_prints_the_readme_numbers(tmp_path):
             record["models"][name]["scores"], name
         hyps = (out / f"test.{name}.en").read_text(encoding="utf-8")
         assert hashlib.sha256(hyps.encode()).hexdigest() == record["models"][name]["translations_sha256"], name
+
+
+def test_a_shipped_model_keeps_the_flags_it_was_trained_with():
+    """scripts/ship_model.py keeps the checkpoint's task state, where the
+    document task records the flags it was trained with: decoding the
+    shipped model with others is checked as for the checkpoint."""
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.spec_from_file_location("ship_model", REPO / "scripts" / "ship_model.py")
+    ship_model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ship_model)
+    flags = {"concat_context": True, "target_context": False, "context_separator": "<sep>", "context_size": 1,
+             "context_mode": "previous"}
+    state = {"model": {"w": torch.ones(2)}, "cfg": {"task": {"data": "/trained/here"}},
+             "optimizer_history": [{"num_updates": 3, "optimizer": {}}], "task_state": {"document_flags": flags}}
+    slim = ship_model.slim_state(state)
+    assert slim["task_state"] == {"document_flags": flags} and slim["cfg"]["task"]["data"] == "."

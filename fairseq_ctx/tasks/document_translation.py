@@ -160,6 +160,9 @@ class DocumentTranslationTask(TranslationTask):
         self.context_input = input_mode(cfg)
         # fairseq-interactive's document memory and round-by-round decoding
         self.documents = DocumentDecoding(self.sentence_setup)
+        # the document flags of the checkpoint whose task state was loaded last
+        # (load_state_dict), for the next build_model(from_checkpoint=True)
+        self._checkpoint_flags = None
 
     @classmethod
     def setup_task(cls, cfg: DocumentTranslationConfig, **kwargs):
@@ -276,8 +279,12 @@ class DocumentTranslationTask(TranslationTask):
         if from_checkpoint:
             from fairseq_ctx import checkpoint_checks
 
-            trained = checkpoint_checks.take_loaded_task_cfg()
-            self._check_trained_flags(trained if trained is not None else cfg)
+            # the flags the checkpoint recorded in its task state, else (saved
+            # without them) its task configuration as loaded, else the model's
+            loaded = checkpoint_checks.take_loaded_task_cfg()
+            recorded, self._checkpoint_flags = self._checkpoint_flags, None
+            self._check_trained_flags(recorded if recorded is not None
+                                      else self._flags_of(loaded if loaded is not None else cfg))
         model = super().build_model(cfg, from_checkpoint)
         if from_checkpoint:  # fairseq-generate, -interactive, -validate, hubs: --bf16 (half_decoding.py)
             model = half_decoding.for_inference(model, self.cfg, getattr(self, "set_up_from_checkpoint", False))
@@ -294,27 +301,56 @@ class DocumentTranslationTask(TranslationTask):
     FORMAT_FLAGS = ("concat_context", "target_context", "context_separator")
     # flags that choose which sentences: another value is an evaluation choice
     SELECTION_FLAGS = ("context_size", "context_mode")
+    # the key of those flags in the task state a checkpoint saves ("task_state":
+    # fairseq's trainer saves state_dict(), and load_model_ensemble_and_task,
+    # behind generate, interactive, validate and the hubs, gives it to
+    # load_state_dict right before building that checkpoint's model). Unlike
+    # the checkpoint's configuration, arg_overrides (fairseq-validate's flags,
+    # the hubs' keyword arguments, --model-overrides) do not reach it.
+    FLAGS_STATE_KEY = "document_flags"
 
-    def _check_trained_flags(self, trained_cfg) -> None:
-        """A checkpoint decoded (generate, interactive) with
-        document-task flags other than it was trained with: one line for a
-        flag that changes the input format (a ``--concat-context`` model
+    @classmethod
+    def _flags_of(cls, cfg) -> dict:
+        """The document flags of a task configuration (None for a flag it
+        lacks), as plain values a weights-only load reads back."""
+        def plain(value):
+            return value if value is None or isinstance(value, (bool, int)) else str(value)
+
+        return {flag: plain(getattr(cfg, flag, None)) for flag in cls.FORMAT_FLAGS + cls.SELECTION_FLAGS}
+
+    def state_dict(self):
+        # this task's own flags, never ones loaded from a checkpoint (a model
+        # fine-tuned with other flags records those it was fine-tuned with)
+        return {**super().state_dict(), self.FLAGS_STATE_KEY: self._flags_of(self.cfg)}
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        # None when the checkpoint was saved without them
+        self._checkpoint_flags = state_dict.pop(self.FLAGS_STATE_KEY, None)
+        super().load_state_dict(state_dict)
+
+    def _check_trained_flags(self, trained: dict) -> None:
+        """A checkpoint decoded (generate, interactive, validate, the hubs)
+        with document-task flags other than it was trained with: one line for
+        a flag that changes the input format (a ``--concat-context`` model
         without it would translate as a sentence-level model), a warning for
-        the context's size or mode. ``trained_cfg``: the checkpoint's task
-        configuration (:func:`~fairseq_ctx.checkpoint_checks.take_loaded_task_cfg`),
-        else its model configuration (which holds every flag for a legacy
+        the context's size or mode. ``trained``: the flags the checkpoint
+        recorded (:attr:`FLAGS_STATE_KEY`), or for one saved without them
+        those of its task configuration as loaded
+        (:func:`~fairseq_ctx.checkpoint_checks.take_loaded_task_cfg`), else
+        of its model configuration (which holds every flag for a legacy
         architecture); a checkpoint trained without this task has none of
         the flags: nothing to compare."""
         def shown(flag, value):
             name = "--" + flag.replace("_", "-")
             return (name if value else f"no {name}") if isinstance(value, bool) else f"{name} {value}"
 
+        given_flags = self._flags_of(self.cfg)
         for flag in self.FORMAT_FLAGS + self.SELECTION_FLAGS:
-            trained = getattr(trained_cfg, flag, None)
-            given = getattr(self.cfg, flag, None)
-            if trained is None or given is None or str(trained) == str(given):
+            was, given = trained.get(flag), given_flags[flag]
+            if was is None or given is None or str(was) == str(given):
                 continue
-            said = (f"the checkpoint was trained with {shown(flag, trained)}, this command gives "
+            said = (f"the checkpoint was trained with {shown(flag, was)}, this command gives "
                     f"{shown(flag, given)}")
             if flag in self.FORMAT_FLAGS:
                 raise ConfigError(f"--{flag.replace('_', '-')}: {said}; decode with the document-task flags it "

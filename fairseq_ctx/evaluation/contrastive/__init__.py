@@ -17,7 +17,10 @@ Usage::
 trained with.  The model and its task come from the checkpoint
 (``checkpoint_utils.load_model_ensemble_and_task``); ``--context-size``,
 ``--concat-context``/``--no-concat-context``, ``--source-lang`` and
-``--target-lang`` override the checkpoint's task flags.  ``--task`` may be
+``--target-lang`` override the checkpoint's task flags; as in
+``fairseq-generate``, a ``--context-size`` other than it was trained with is
+warned about and a ``--concat-context`` other than it was trained with (another
+input format) stops in one line.  ``--task`` may be
 given but must name the checkpoint's task: ``document_translation`` adds a
 separator symbol to the dictionaries, so a checkpoint only loads with the task
 it was trained with.  ``--path a.pt:b.pt`` scores with an ensemble (the mean of
