@@ -77,7 +77,7 @@ from omegaconf import open_dict
 
 from fairseq_ctx.data.context_input import input_mode
 from fairseq_ctx.data.context_selection import ContextRule, explicit_index, split_documents
-from fairseq_ctx.data.previous_translations import PreviousTranslations
+from fairseq_ctx.data.previous_translations import PreviousTranslations, cut_warning
 from fairseq_ctx.data.sentence_dataset import sentence_dataset
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.tasks.document_decoding import DocumentDecoding, decode_rows
@@ -236,6 +236,8 @@ class DocumentHubInterface(GeneratorHubInterface):
                 hypos = decode_rows(translations, ids, generator, batch, lambda prefix: self.task.inference_step(
                     generator, self.models, batch, prefix_tokens=prefix, **(inference_step_args or {})))
             yield ids, hypos, batch
+        if translations is not None and translations.cut:
+            logger.warning(cut_warning(len(translations.cut), len(dataset)))
 
     def generate(self, tokenized_sentences, beam: Optional[int] = None, verbose: bool = False,
                  skip_invalid_size_inputs: bool = False, inference_step_args=None,

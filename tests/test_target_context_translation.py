@@ -9,13 +9,17 @@ one-sentence document; no target context across documents;
 fairseq-interactive feeding its translations back; source-context models
 unchanged (against fairseq-generate).  Everything runs in this process on
 the shared tiny corpus (``doc_corpus``)."""
+import re
+
 import pytest
 import torch
 
 import fairseq_ctx  # noqa: F401
 from fairseq_ctx import hub
 from fairseq_ctx.architectures import BY_NAME, TINY_FLAGS
+from fairseq_ctx.data.previous_translations import cut_warning
 from fairseq_ctx.errors import ConfigError
+from fairseq_ctx.tasks import document_decoding
 from fairseq_ctx.translate import main as translate_main
 from tests.utils import generate_in_process, interactive_in_process, train_in_process
 
@@ -39,12 +43,13 @@ def load(ckpt, bin_dir, **kw):
     return hub.from_pretrained(str(ckpt), data_name_or_path=str(bin_dir), beam=2, max_len_b=24, **kw)
 
 
-def by_hand(model, document):
+def by_hand(model, document, cut=None):
     """Translate ``document`` one sentence at a time with fairseq's generator:
     source ``s_prev <sep> s`` (the task's --concat-context layout), the
     previous hypothesis forced as the prefix ``h_prev <sep>`` (its newest
-    ``max_len - len(s)`` tokens at most, a leading <sep> dropped), the output
-    cut after its last <sep>.  Returns (texts, token lists)."""
+    ``max_len - len(s)`` tokens at most, a leading <sep> dropped; ``cut``
+    gets the sentence's position where it was cut), the output cut after
+    its last <sep>.  Returns (texts, token lists)."""
     task, models = model.task, model.models
     generator = model.build_generator()
     sd, td = task.source_dictionary, task.target_dictionary
@@ -60,6 +65,8 @@ def by_hand(model, document):
             max_len = min(int(generator.max_len_a * len(glued) + generator.max_len_b), generator.max_len - 1)
             cap = max_len - len(src)
             if len(prefix) > cap:
+                if cut is not None:
+                    cut.append(len(texts))
                 prefix = prefix[len(prefix) - cap:]
                 while len(prefix) and prefix[0] == task.tgt_sep:
                     prefix = prefix[1:]
@@ -113,7 +120,9 @@ def test_prefix_layout_and_rounds():
     assert translations.prefix_tokens([1, 2]).shape == (2, 0)  # nothing translated yet
     translations.record([0], [[{"tokens": torch.tensor([4, 4, 4, 4, eos])}]])
     assert translations.prefix_tokens([2, 1]).tolist() == [[1, 1, 1, 1, 1], [4, 4, 4, 4, sep]]
+    assert translations.cut == set()  # 8 - 3 tokens fit the whole prefix
     assert translations.prefix_tokens([1], max_len=6).tolist() == [[4, 4, sep]]  # 6 - 3 newest tokens
+    assert translations.cut == {1}
     # a missing translation (its sentence skipped) ends the prefix: an older one never takes its slot
     gap = PreviousTranslations(np.array([[-1, 0], [0, 1], [1, 2]]), [t1, None, t2], sep, eos, pad=1)
     assert gap.previous(0) == [t1] and gap.previous(1) == []
@@ -133,7 +142,7 @@ def test_prefix_layout_and_rounds():
 # fairseq-ctx-translate and the hub: previous translations as the target context
 # ---------------------------------------------------------------------------
 
-def test_translate_equals_sentence_by_sentence(two_to_two, tmp_path):
+def test_translate_equals_sentence_by_sentence(two_to_two, tmp_path, monkeypatch):
     """Three documents (4 sentences, 1, 3) with empty lines between them and
     --batch-size 2 (several batches per round): one output line per input
     line, empty where empty, each document's lines those of the hand-written
@@ -144,10 +153,15 @@ def test_translate_equals_sentence_by_sentence(two_to_two, tmp_path):
     text = docs[0] + [""] + docs[1] + ["", ""] + docs[2] + [""]
     model = load(ckpt, bin_dir)
     assert model.target_context and model.context_input == "concat" and model.context_size == 1
-    expected_texts, expected_tokens = zip(*(by_hand(model, d) for d in docs))
+    cut = []
+    expected_texts, expected_tokens = zip(*(by_hand(model, d, cut) for d in docs))
 
+    warned = []
+    monkeypatch.setattr(hub.logger, "warning", warned.append)
     out = translate_main([str(bin_dir), "--path", str(ckpt), "--input", write(tmp_path / "in.txt", text),
                           "--output", str(tmp_path / "out.txt"), "--batch-size", "2", *GEN])
+    # the prefixes cut to the output limit (the barely trained model's runaway outputs), in one line
+    assert cut and warned == [cut_warning(len(cut), len(flat := [s for d in docs for s in d]))]
     written = (tmp_path / "out.txt").read_text().split("\n")
     assert written[-1] == "" and written[:-1] == out and len(out) == len(text)
     expected = list(expected_texts[0]) + [""] + list(expected_texts[1]) + ["", ""] + list(expected_texts[2]) + [""]
@@ -155,7 +169,6 @@ def test_translate_equals_sentence_by_sentence(two_to_two, tmp_path):
     assert any(out[1:4])  # not all empty: a real comparison
 
     # the hub: the same hypotheses, token for token
-    flat = [s for d in docs for s in d]
     docids = [d for d, doc in enumerate(docs) for _ in doc]
     hypos = model.generate([model.encode(s) for s in flat], docids=docids)
     assert [h[0]["tokens"].tolist() for h in hypos] == [t for doc in expected_tokens for t in doc]
@@ -217,7 +230,7 @@ def test_one_sentence_documents_and_empty_lines(two_to_two, tmp_path):
 # fairseq-interactive: the previous translations are the target context
 # ---------------------------------------------------------------------------
 
-def test_interactive_feeds_translations_back(two_to_two, tmp_path):
+def test_interactive_feeds_translations_back(two_to_two, tmp_path, monkeypatch):
     """fairseq-interactive (--buffer-size 4 --batch-size 4, so documents
     span buffers) gives each line its document's previous translation as
     the target context: its H- lines equal fairseq-ctx-translate's output.
@@ -225,12 +238,21 @@ def test_interactive_feeds_translations_back(two_to_two, tmp_path):
     raw, bin_dir, ckpt = two_to_two
     src = (raw / "test.src").read_text().splitlines()
     text = src[0:4] + [""] + src[4:5] + [""] + src[8:14]
+    warned = []
+    monkeypatch.setattr(document_decoding.logger, "warning", warned.append)
     hyps = interactive_in_process(bin_dir, ckpt, text, tmp_path, beam=2,
                                   task_flags=[*TWO_TO_TWO, "--max-len-b", "24"])
+    # a line per batch with a cut prefix; together, the lines whose prefix the hand-written decode cuts
+    cut = []
+    model = load(ckpt, bin_dir)
+    for doc in (src[0:4], src[4:5], src[8:14]):
+        by_hand(model, doc, cut)
+    said = [re.fullmatch(r"(\d+) of (\d+) sentences had their previous translations .* \(in this batch\)", w)
+            for w in warned]
+    assert cut and all(said) and sum(int(m.group(1)) for m in said) == len(cut)
     out = translate_main([str(bin_dir), "--path", str(ckpt), "--input", write(tmp_path / "in.txt", text),
                           "--output", str(tmp_path / "o"), *GEN])
     assert hyps == [o for o, t in zip(out, text) if t]
-    model = load(ckpt, bin_dir)
     assert hyps[:4] == model.translate_document(src[0:4])
 
     # the rows of an interactive batch are those of the batch the task collated last

@@ -13,7 +13,7 @@ layout without the current sentence); after it the best hypotheses are
 recorded for the next rounds.  :class:`PreviousTranslations` holds them;
 who decodes with it is :mod:`fairseq_ctx.tasks.document_decoding`.
 """
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Set
 
 import numpy as np
 import torch
@@ -39,7 +39,9 @@ class PreviousTranslations:
     max_len) - reserve[i]`` of its newest tokens (``max_tokens``: the model's
     target limit; ``reserve``: room for the current sentence, its source
     length).  This only cuts runaway translations: with fairseq's default
-    ``--max-len-b 200`` a normal previous sentence is kept whole.
+    ``--max-len-b 200`` a normal previous sentence is kept whole.  The items
+    whose prefix was cut are kept in ``cut``, for the one warning line
+    (:func:`cut_warning`) of whoever decodes.
     """
 
     def __init__(self, index: np.ndarray, pool: List[Optional[torch.Tensor]], sep: int, eos: int, pad: int,
@@ -51,6 +53,7 @@ class PreviousTranslations:
         self.sep, self.eos, self.pad = sep, eos, pad
         self.max_tokens = max_tokens
         self.reserve = None if reserve is None else np.asarray(reserve, dtype=np.int64)
+        self.cut: Set[int] = set()
 
     def previous(self, i: int) -> List[torch.Tensor]:
         """Item ``i``'s previous translations, oldest first: the newest ones
@@ -69,7 +72,12 @@ class PreviousTranslations:
         cap = min(limits) if limits else None
         if cap is not None and self.reserve is not None:
             cap = max(int(cap - self.reserve[i]), 0)
-        return target_prefix(self.previous(i), self.eos, self.sep, cap)
+        previous = self.previous(i)
+        whole = target_prefix(previous, self.eos, self.sep)
+        if cap is None or len(whole) <= cap:
+            return whole
+        self.cut.add(i)
+        return target_prefix(previous, self.eos, self.sep, cap)
 
     def prefix_tokens(self, ids: Sequence[int], device=None, max_len: Optional[int] = None) -> torch.Tensor:
         """``B x P`` forced prefixes of items ``ids`` (a batch's rows),
@@ -93,6 +101,14 @@ class PreviousTranslations:
             slot = int(self.slots[int(i)])
             if slot >= 0 and len(beam):
                 self.pool[slot] = beam[0]["tokens"].detach().cpu()
+
+
+def cut_warning(cut: int, sentences: int) -> str:
+    """The line that says ``cut`` of ``sentences`` lost the oldest tokens of
+    their forced target context (:attr:`PreviousTranslations.cut`)."""
+    return (f"{cut} of {sentences} sentences had their previous translations (the forced target context) cut "
+            "to fit the output limit, the smallest of the models' --max-target-positions and --max-len-a/-b, "
+            "less the sentence's source length: their oldest tokens are dropped")
 
 
 def generator_max_len(generator, src_tokens: torch.Tensor) -> Optional[int]:

@@ -33,16 +33,19 @@ fairseq-interactive hands the task one buffer of input lines at a time
   decoding it); a batch that is not it stops rather than decode with
   another sentence's context.
 """
+import logging
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import torch
 
 from fairseq_ctx.data.context_selection import ContextRule, document_positions
-from fairseq_ctx.data.previous_translations import PreviousTranslations, generator_max_len
+from fairseq_ctx.data.previous_translations import PreviousTranslations, cut_warning, generator_max_len
 from fairseq_ctx.data.sentence_dataset import SentenceSetup, sentence_dataset
 from fairseq_ctx.data.token_layout import split_concatenated
 from fairseq_ctx.errors import ConfigError
+
+logger = logging.getLogger(__name__)
 
 
 def decode_rows(translations: PreviousTranslations, ids: Sequence[int], generator, sample: dict,
@@ -204,7 +207,10 @@ class DocumentDecoding(object):
         sentence (:meth:`keep_last_sentence`)."""
         translations, ids = (None, None) if prefix_tokens is not None else self._rows(sample)
         if translations is not None:
+            before = len(translations.cut)
             hypos = decode_rows(translations, ids, generator, sample, self._cutting(sample, run))
+            if len(translations.cut) > before:  # fairseq-interactive has no end of run to count them at
+                logger.warning(cut_warning(len(translations.cut) - before, len(ids)) + " (in this batch)")
         else:
             hypos = self._cutting(sample, run)(prefix_tokens)
         return hypos
