@@ -152,14 +152,9 @@ class DocumentContextDataset(FairseqDataset):
         context's oldest tokens to the cap."""
         if not self.input_mode.uses_context:
             return 0
-        if self.max_context_tokens is None or self.max_context_tokens > limit:
-            self.max_context_tokens = limit
-            self._compute_sizes()
         lengths = _pool_lengths(self.context_index, self.pool_sizes)
-        cut = self.input_mode.cut(np.asarray(self.pair.src_sizes, dtype=np.int64), lengths, limit)
-        if self.skip is not None:
-            cut &= ~self.skip
-        return int(cut.sum())
+        return self._cap("max_context_tokens", limit, self.input_mode.cut(
+            np.asarray(self.pair.src_sizes, dtype=np.int64), lengths, limit))
 
     def cap_target_context(self, limit: int) -> int:
         """Cap the glued target (``--target-context``) at ``limit`` tokens;
@@ -167,14 +162,18 @@ class DocumentContextDataset(FairseqDataset):
         oldest tokens to the cap (0 without target context)."""
         if self.target_pool is None or self.pair.tgt_sizes is None:
             return 0
-        if self.max_target_tokens is None or self.max_target_tokens > limit:
-            self.max_target_tokens = limit
-            self._compute_sizes()
-        tgt = np.asarray(self.pair.tgt_sizes, dtype=np.int64)
         context = _pool_lengths(self.target_index, self.target_pool_sizes)
-        cut = (context > 0) & (tgt + context > limit)
+        return self._cap("max_target_tokens", limit,
+                         (context > 0) & (np.asarray(self.pair.tgt_sizes, dtype=np.int64) + context > limit))
+
+    def _cap(self, attr: str, limit: int, cut: np.ndarray) -> int:
+        """Lower the cap ``attr`` to ``limit`` (the sizes follow); returns how
+        many items of ``cut`` (those that lose tokens to it) are not skipped."""
+        if getattr(self, attr) is None or getattr(self, attr) > limit:
+            setattr(self, attr, limit)
+            self._compute_sizes()
         if self.skip is not None:
-            cut &= ~self.skip
+            cut = cut & ~self.skip
         return int(cut.sum())
 
     # ------------------------------------------------------------------ items

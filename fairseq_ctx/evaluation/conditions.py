@@ -79,6 +79,8 @@ RANDOM = Condition("random", "sentences drawn at random from the split", mode="r
 # every condition, the true context first (what the others are compared with)
 CONDITIONS: Tuple[Condition, ...] = (TRUE, NONE, SHUFFLED, RANDOM)
 BY_NAME: Dict[str, Condition] = {c.name: c for c in CONDITIONS}
+# those the true context is compared with (CXMI against each)
+CONTROLS: Tuple[Condition, ...] = tuple(c for c in CONDITIONS if c is not TRUE)
 
 
 @dataclass(frozen=True)

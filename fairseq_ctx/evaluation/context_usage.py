@@ -55,7 +55,7 @@ import numpy as np
 from fairseq_ctx.cli import (BPE_EXAMPLES, TOKENIZER_EXAMPLES, check_checkpoints, check_data_dir, check_encoder_files,
                              check_file, check_output, parse_with_encoders, set_tool_threads)
 from fairseq_ctx.errors import FairseqCtxError, install_excepthook
-from fairseq_ctx.evaluation.conditions import CONDITIONS, GENERATION, NONE, TRUE, Condition
+from fairseq_ctx.evaluation.conditions import CONDITIONS, CONTROLS, GENERATION, NONE, TRUE, Condition
 
 logger = logging.getLogger("fairseq_ctx.evaluation.context_usage")
 
@@ -201,8 +201,7 @@ def cxmi_report(models, task, args, use_cuda) -> Dict:
 
     scored = {c.name: score_subset(models, task, args.gen_subset, c, args, use_cuda) for c in CONDITIONS}
     scores = {name: s for name, (s, _) in scored.items()}
-    report = {c.name: cxmi(scores[TRUE.name], scores[c.name], args.bootstrap, args.seed)
-              for c in CONDITIONS if c is not TRUE}
+    report = {c.name: cxmi(scores[TRUE.name], scores[c.name], args.bootstrap, args.seed) for c in CONTROLS}
     dataset = scored[TRUE.name][1]  # the sentences shown with their true context
     tgt_dict, src_dict = task.target_dictionary, task.source_dictionary
     top = top_pcxmi(scores[TRUE.name], scores[NONE.name], args.top)
@@ -410,14 +409,14 @@ def format_report(res: Dict) -> str:
              f"tokens; context {res['context']}" + (", with the previous reference sentences as the target's "
                                                      "forced prefix" if res["target_context"] else ""),
              "CXMI of the true context (bits per token, 95% bootstrap interval over sentences):"]
-    for c in (c.name for c in CONDITIONS if c is not TRUE):
+    for c in (c.name for c in CONTROLS):
         r = res["cxmi"][c]
         lines.append(f"  against {c:<8} {r['cxmi_bits']:+.4f} [{r['ci95_bits'][0]:+.4f}, "
                      f"{r['ci95_bits'][1]:+.4f}]  ({r['cxmi_nats']:+.4f} nats)")
     lines.append("  as docmt_cxmi.py (neulab/contextual-mt) estimates it, the mean over sentences of their "
                  "token means, nats: " + ", ".join(
                      f"{c} {res['cxmi'][c]['cxmi_sentence_mean_nats']:+.4f}"
-                     for c in (c.name for c in CONDITIONS if c is not TRUE)))
+                     for c in (c.name for c in CONTROLS)))
     lines.append("tokens with the largest P-CXMI against no context (bits):")
     for t in res["cxmi"]["top_pcxmi_vs_none"]:
         lines.append(f"  {t['pcxmi_bits']:+.3f}  '{t['token']}'  sentence {t['sentence']}: {t['target']}")
