@@ -656,9 +656,9 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert after["bleu_by_length"] == before["bleu_by_length"]
     assert after["bootstrap_signature"] == before["bootstrap_signature"]
 
-    # the GPU runbook's study call, rehearsed on CPU: a deadline that cuts
-    # the next run; what finished stays evaluated, the cut run resumes later
-    # (its first epoch's log is there, no train.done), and the results,
+    # the GPU runbook's study call, rehearsed on CPU: a one-second deadline
+    # for the next run; what finished stays evaluated, a cut run resumes
+    # later (no train.done, its logs as far as it got), and the results,
     # translations, usage reports and every run's train.done and logs are
     # copied to OUT
     # (through scripts/gpu-call.sh's study step, whose OUT holds them in one archive)
@@ -673,28 +673,31 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert "[study] transformer: landed (its record is in the results); not trained again" in restored.stdout
     assert "transformer: epoch" not in restored.stdout and not (out / "transformer").exists()
     assert json.loads(results.read_text())["runs"] == before["runs"]
-    start = time.time()
     cut = subprocess.run(["bash", "scripts/gpu-call.sh", "study", str(result_dir), "1", "--device", "cpu", "--smoke",
                           "--data", str(data), "--runs", "transformer", "concat", "transformer-wide"],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert cut.returncode == 0, cut.stdout[-3000:] + cut.stderr[-3000:]
-    assert "[study] deadline: transformer-wide: stopped at the deadline" in cut.stdout
-    assert time.time() - start < 120
-    assert (out / "transformer-wide" / "logs" / "epoch-001.log").exists()
-    assert not (out / "transformer-wide" / "train.done").exists()
     final = {r["name"]: r for r in json.loads(results.read_text())["runs"]}
     assert final["transformer"]["bleu"] == by_name["transformer"]["bleu"]
-    # how far the cut run got depends on the machine: the toy model's epochs,
-    # forked from the launcher, can end within the one-second deadline, both
-    # of them on a fast machine, with the cut before the run was marked
-    # trained; whatever it reached, its record is what its logs show
+    # where the one-second deadline falls depends on the machine: before the
+    # cut run's first epoch (a slow one), in its epochs, or after them on a
+    # fast one (the toy model's epochs, forked from the launcher, take under
+    # a second each), so the run is trained within it; whatever it reached,
+    # its record is what its logs show. (A kill mid-epoch is pinned down by
+    # test_a_deadline_stops_training_and_starts_nothing_after_it.)
     from fairseq_ctx.study.runs import by_name as run_named
     from fairseq_ctx.study.train import history
 
     cut_epochs = history(str(out), run_named(["transformer-wide"])[0])
+    wide_logs = out / "transformer-wide" / "logs"
+    started = wide_logs.is_dir() and any(wide_logs.iterdir())
+    trained_in_time = (out / "transformer-wide" / "train.done").exists()
     assert final["transformer-wide"]["epochs"] == len(cut_epochs)
-    assert final["transformer-wide"]["status"] == ("training" if cut_epochs else "not started")
-    assert "bleu" not in final["transformer-wide"]
+    if not trained_in_time:
+        assert ("[study] deadline: transformer-wide: " + ("stopped at the deadline" if started else
+                                                          "not continued, the deadline passed")) in cut.stdout
+        assert final["transformer-wide"]["status"] == ("training" if cut_epochs else "not started")
+        assert "bleu" not in final["transformer-wide"]
     assert sorted(os.listdir(result_dir)) == ["call.log", "results.tgz"]
     with tarfile.open(result_dir / "results.tgz") as tar:
         tar.extractall(tmp_path / "back", filter="data")
@@ -703,7 +706,7 @@ def test_study_smoke_interrupt_resume(tmp_path):
     assert copied["runs"] == json.loads(results.read_text())["runs"]
     assert (back / "study" / "study" / "usage" / "concat.json").exists()
     assert json.loads((back / "study" / "runs" / "concat" / "train.done").read_text())["budget"] == SMOKE.budget
-    assert (back / "study" / "runs" / "transformer-wide" / "logs" / "epoch-001.log").exists()
+    assert (back / "study" / "runs" / "transformer-wide" / "logs" / "epoch-001.log").exists() == started
     assert any(name.endswith("-study.log") for name in os.listdir(back / "logs"))
     # what came back is compared with the landed records (fairseq_ctx/study/agreement.py): concat
     # trained here is its landed record, epoch for epoch; one seed leaves no spread to judge by
@@ -730,10 +733,15 @@ def test_study_smoke_interrupt_resume(tmp_path):
     status = _study(data, out, results, "--runs", "transformer", "concat", "transformer-wide", "--stage", "status")
     assert status.returncode == 0, status.stderr[-3000:]
     states = {line.split()[0]: line.split(None, 4)[4] for line in status.stdout.splitlines()[1:4]}
-    assert states == {"transformer": "landed (its record is in the results; not on this machine)",
-                      "concat": "evaluated", "transformer-wide": "stopped (resumes with the same command)"}
-    assert "2 of 3 runs trained (2 evaluated; 1 landed earlier, not on this machine), 0 training now" \
-        in status.stdout
+    assert {k: v for k, v in states.items() if k != "transformer-wide"} == {
+        "transformer": "landed (its record is in the results; not on this machine)", "concat": "evaluated"}
+    if not trained_in_time:
+        assert states["transformer-wide"] == ("stopped (resumes with the same command)" if started else
+                                              "not started")
+        assert "2 of 3 runs trained (2 evaluated; 1 landed earlier, not on this machine), 0 training now" \
+            in status.stdout
+    else:
+        assert states["transformer-wide"] in ("trained", "evaluated")
 
 
 def test_the_gpu_study_call_as_the_runbook_sends_it(tmp_path):
