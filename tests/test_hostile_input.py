@@ -464,6 +464,20 @@ def test_concat_context_is_cut_to_the_limit(data, two_to_two, capsys, caplog):
             "(--max-target-positions, counting the sentence itself with --target-context)") in caplog.text
 
 
+def test_interactive_context_cut_counts_the_line_it_is_glued_to(data, ctxenc, capsys, caplog):
+    """fairseq-interactive glues a ctxenc line's context to it (the glued
+    batch is split again for the model), so the context is cut counting the
+    line: the warning says so, and names no --concat-context (not given)."""
+    _, bin_dir = data
+    exc = cli_in_process("interactive", [bin_dir, "--user-dir", USER_DIR, "--path", ctxenc, "--cpu",
+                                         "--buffer-size", 4, *TASK], stdin="w1 w2 w3 w4 w5\nw5 w4 w3 w2 w1\n")
+    assert exc is None, exc
+    assert (f"1 of 2 sentences have a context longer than the model's source limit of {LIMIT} tokens "
+            "(--max-source-positions, counting the sentence itself, to which fairseq-interactive glues the "
+            "context): its oldest tokens are dropped") in caplog.text
+    assert capsys.readouterr().out.count("\nH-") == 2
+
+
 def test_too_long_interactive_line_is_an_error(data, ctxenc, capsys):
     _, bin_dir = data
     long_line = " ".join(f"w{i}" for i in range(12))
