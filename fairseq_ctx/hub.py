@@ -103,7 +103,9 @@ def from_pretrained(model_name_or_path: str, checkpoint_file: str = "checkpoint_
     configuration by name (``beam=4``, ``bpe="sentencepiece"``,
     ``sentencepiece_model=PATH``, ``tokenizer="moses"``, ``context_size=2``,
     ``max_tokens=4096``, ...).  The task and its flags come from the
-    checkpoint."""
+    checkpoint; a document flag other than it was trained with is checked
+    (:meth:`DocumentTranslationTask.build_model`: ``context_size`` a warning,
+    ``concat_context`` an error)."""
     import fairseq_ctx
     from fairseq import hub_utils
 
@@ -227,6 +229,7 @@ class DocumentHubInterface(GeneratorHubInterface):
             max_positions=self.max_positions, ignore_invalid_inputs=skip_invalid_size_inputs,
             required_batch_size_multiple=1, disable_iterator_cache=True).next_epoch_itr(shuffle=False)
         translations = getattr(dataset, "translations", None)
+        decoded = 0
         for batch in itr:
             batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
             ids = batch["id"].tolist()
@@ -235,9 +238,10 @@ class DocumentHubInterface(GeneratorHubInterface):
             else:
                 hypos = decode_rows(translations, ids, generator, batch, lambda prefix: self.task.inference_step(
                     generator, self.models, batch, prefix_tokens=prefix, **(inference_step_args or {})))
+            decoded += len(ids)
             yield ids, hypos, batch
-        if translations is not None and translations.cut:
-            logger.warning(cut_warning(len(translations.cut), len(dataset)))
+        if translations is not None and translations.cut:  # of the sentences decoded (not those skipped)
+            logger.warning(cut_warning(len(translations.cut), decoded))
 
     def generate(self, tokenized_sentences, beam: Optional[int] = None, verbose: bool = False,
                  skip_invalid_size_inputs: bool = False, inference_step_args=None,

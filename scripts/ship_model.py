@@ -88,8 +88,8 @@ def slim_state(state):
     return {"args": None, "cfg": cfg, "model": slim, "criterion": None, "optimizer_history": [last],
             # the task's record of the flags it was trained with (the document
             # task checks decoding flags against it)
-            "task_state": dict(state.get("task_state") or {}), "extra_state": {"train_iterator": {"epoch": 0, "iterations_in_epoch": 0}},
-            "last_optimizer_state": None}
+            "task_state": dict(state.get("task_state") or {}),
+            "extra_state": {"train_iterator": {"epoch": 0, "iterations_in_epoch": 0}}, "last_optimizer_state": None}
 
 
 def main(argv=None):

@@ -88,8 +88,9 @@ def _what_comes_back(out):
 
 
 def test_benchmark_call_killed_midway_keeps_its_finished_children(doc_corpus, tmp_path):
-    """``gpu-call.sh bench`` at toy size in fp16: killed while the second
-    child runs, the baseline's JSON is there, whole, and is fairseq-train's
+    """``gpu-call.sh bench`` at toy size in fp16: killed as the baseline's
+    child is archived (on a fast machine the second may have ended too, never
+    the third), the baseline's JSON is there, whole, and is fairseq-train's
     fp16 (FP16Optimizer with a loss scale); ``--markdown-of`` reads the
     pieces directory."""
     out = tmp_path / "call"
@@ -103,7 +104,7 @@ def test_benchmark_call_killed_midway_keeps_its_finished_children(doc_corpus, tm
     # the children finished by the kill's snapshot: the baseline's, and on a
     # fast machine perhaps ctxsan's too, never all three
     labels = {json.loads(text)["label"] for text in pieces.values()}
-    assert "transformer" in labels and labels < {"transformer", "ctxsan", "dc"}, labels
+    assert labels in ({"transformer"}, {"transformer", "ctxsan"}), labels
     name = next(n for n in pieces if n.endswith("-transformer.json"))
     call_dir, piece_name = os.path.split(name)
     assert call_dir.startswith("bench/") and call_dir.endswith("-bench") and piece_name.endswith("-transformer.json")

@@ -17,7 +17,7 @@ Usage::
 trained with.  The model and its task come from the checkpoint
 (``checkpoint_utils.load_model_ensemble_and_task``); ``--context-size``,
 ``--concat-context``/``--no-concat-context``, ``--source-lang`` and
-``--target-lang`` override the checkpoint's task flags; as in
+``--target-lang`` are given in place of the checkpoint's task flags; as in
 ``fairseq-generate``, a ``--context-size`` other than it was trained with is
 warned about and a ``--concat-context`` other than it was trained with (another
 input format) stops in one line.  ``--task`` may be

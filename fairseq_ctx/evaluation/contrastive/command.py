@@ -52,11 +52,13 @@ def get_parser():
                    "(default: inferred from the line counts)")
     p.add_argument("--segment-separator", default="_eos", help="voita: token joining the sentences of a line")
     p.add_argument("--max-groups", type=int, help="score only the first N groups")
-    g = p.add_argument_group("model and task (overrides of the checkpoint's task flags)")
+    g = p.add_argument_group("model and task (the checkpoint's task flags unless given)")
     g.add_argument("--task", help="must equal the checkpoint's task (checked)")
-    g.add_argument("--context-size", type=int, help="context sentences given to the model (the newest)")
+    g.add_argument("--context-size", type=int, help="context sentences given to the model (the newest; a warning "
+                   "when it differs from the training)")
     g.add_argument("--concat-context", action=argparse.BooleanOptionalAction, default=None,
-                   help="glue the context to the source (document_translation)")
+                   help="glue the context to the source (document_translation); must be as the checkpoint was "
+                   "trained (checked)")
     g.add_argument("--source-lang")
     g.add_argument("--target-lang")
     g.add_argument("--tokenizer", metavar="NAME",
