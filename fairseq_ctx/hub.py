@@ -223,25 +223,28 @@ class DocumentHubInterface(GeneratorHubInterface):
         with :class:`PreviousTranslations` (``dataset.translations``) is
         decoded with each row's previous translations as the forced prefix,
         and each batch's best hypotheses are recorded for the batches after
-        it."""
+        it; how many of those prefixes were cut to the output limit is
+        logged once, when the iteration ends or the caller stops it."""
         itr = self.task.get_batch_iterator(
             dataset=dataset, max_tokens=self.cfg.dataset.max_tokens, max_sentences=self.cfg.dataset.batch_size,
             max_positions=self.max_positions, ignore_invalid_inputs=skip_invalid_size_inputs,
             required_batch_size_multiple=1, disable_iterator_cache=True).next_epoch_itr(shuffle=False)
         translations = getattr(dataset, "translations", None)
         decoded = 0
-        for batch in itr:
-            batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
-            ids = batch["id"].tolist()
-            if translations is None:
-                hypos = self.task.inference_step(generator, self.models, batch, **(inference_step_args or {}))
-            else:
-                hypos = decode_rows(translations, ids, generator, batch, lambda prefix: self.task.inference_step(
-                    generator, self.models, batch, prefix_tokens=prefix, **(inference_step_args or {})))
-            decoded += len(ids)
-            yield ids, hypos, batch
-        if translations is not None and translations.cut:  # of the sentences decoded (not those skipped)
-            logger.warning(cut_warning(len(translations.cut), decoded))
+        try:
+            for batch in itr:
+                batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+                ids = batch["id"].tolist()
+                if translations is None:
+                    hypos = self.task.inference_step(generator, self.models, batch, **(inference_step_args or {}))
+                else:
+                    hypos = decode_rows(translations, ids, generator, batch, lambda prefix: self.task.inference_step(
+                        generator, self.models, batch, prefix_tokens=prefix, **(inference_step_args or {})))
+                decoded += len(ids)
+                yield ids, hypos, batch
+        finally:  # also when the caller stops early (the generator is closed)
+            if translations is not None and translations.cut:  # of the sentences decoded (not those skipped)
+                logger.warning(cut_warning(len(translations.cut), decoded))
 
     def generate(self, tokenized_sentences, beam: Optional[int] = None, verbose: bool = False,
                  skip_invalid_size_inputs: bool = False, inference_step_args=None,

@@ -106,6 +106,81 @@ def test_ordered_indices_equal_fairseqs(mode, shuffle):
         assert ours.tolist() != pair(src).ordered_indices().tolist()
 
 
+@pytest.mark.unit
+def test_an_empty_line_is_no_ones_context():
+    """``ContextRule.lines_index``: an empty line is no sentence. With docids
+    it does not split its document (the line after it gets the one before
+    it); without, it ends one; its own row is empty; random and shuffled
+    contexts never hand it out. Lines without an empty one: ``index``."""
+    from fairseq_ctx.data.context_selection import ContextRule
+
+    empty = np.array([0, 0, 1, 0, 0, 0, 1, 1, 0], dtype=bool)
+    docids = ["a", "a", "a", "a", "b", "b", "b", "c", "c"]
+    rule = ContextRule(size=2)
+    assert rule.lines_index(empty, docids).tolist() == [
+        [-1, -1], [-1, 0], [-1, -1], [0, 1], [-1, -1], [-1, 4], [-1, -1], [-1, -1], [-1, -1]]
+    assert rule.lines_index(empty).tolist() == [
+        [-1, -1], [-1, 0], [-1, -1], [-1, -1], [-1, 3], [3, 4], [-1, -1], [-1, -1], [-1, -1]]
+    assert ContextRule(size=1, mode="next").lines_index(empty, docids)[:, 0].tolist() == [
+        1, 3, -1, -1, 5, -1, -1, -1, -1]
+    for other in (ContextRule(size=2, mode="random", seed=3), ContextRule(size=1, shuffle=True, seed=3)):
+        index = other.lines_index(empty, docids)
+        assert not np.isin(index, np.flatnonzero(empty)).any() and (index[empty] == -1).all()
+    full = np.zeros(len(docids), dtype=bool)
+    assert (rule.lines_index(full, docids) == rule.index(docids)).all()
+    # a context file's split: random contexts are its sentences, never an empty line
+    index, of_split = ContextRule(size=2, mode="random", seed=3).context_file_index(~empty, "f", empty)
+    assert of_split and not np.isin(index, np.flatnonzero(empty)).any() and (index[empty] == -1).all()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("cap, left_pad", [(None, True), (4, True), (4, False), (2, True)])
+def test_glued_transport_splits_back_into_the_separate_batch(cap, left_pad):
+    """``separate-glued`` (fairseq-interactive's transport of a separate
+    context) gives, once split again, the ``separate`` batch token for token
+    with the context cut on its own (empty, cut to its last sentence, cut
+    mid-sentence), the same sizes and the same cut count; it pickles as
+    itself (dataloader workers)."""
+    import pickle
+
+    from fairseq.data import LanguagePairDataset
+
+    from fairseq_ctx.data.context_input import GLUED, SEPARATE
+    from fairseq_ctx.data.document_context_dataset import DocumentContextDataset
+    from tests.utils import toy_dictionary
+
+    d = toy_dictionary()
+    g = torch.Generator().manual_seed(1)
+
+    def sent():
+        n = int(torch.randint(1, 6, (1,), generator=g))
+        return torch.cat([torch.randint(d.nspecial, len(d), (n,), generator=g), torch.tensor([d.eos()])])
+
+    src = [sent() for _ in range(12)]
+    index = compute_context_index([i // 4 for i in range(12)], 2)
+    sizes = np.array([len(t) for t in src])
+
+    def dataset(mode):
+        pair = LanguagePairDataset(src, sizes, d, left_pad_source=left_pad)
+        return DocumentContextDataset(pair, index, src, sizes, SEP, input_mode=mode, max_context_tokens=cap)
+
+    separate, glued = dataset(SEPARATE), dataset(GLUED)
+    assert (separate.sizes == glued.sizes).all() and (glued.src_sizes == sizes).all()
+    want = separate.collater([separate[i] for i in range(12)])
+    batch = glued.collater([glued[i] for i in range(12)])
+    assert "ctx_tokens" not in batch["net_input"]
+    got = dict(zip(("src_tokens", "src_lengths", "ctx_tokens", "ctx_lengths"), split_concatenated(
+        batch["net_input"]["src_tokens"], d.pad(), d.eos(), SEP, left_pad=left_pad)))
+    # the collater sorts by source length, the glued source's here: compare row by id
+    rows = batch["id"].argsort()
+    want_rows = want["id"].argsort()
+    for key, value in got.items():
+        assert value[rows].tolist() == want["net_input"][key][want_rows].tolist(), key
+    if cap is not None:
+        assert 0 < glued.cap_context(cap) == separate.cap_context(cap)
+    assert pickle.loads(pickle.dumps(GLUED)) is GLUED and SEPARATE.stream is GLUED
+
+
 def test_batch_buckets_refused_in_one_line(data):
     _, bin_dir = data
     with pytest.raises(ValueError, match="^--num-batch-buckets: not supported with --task document_translation"):

@@ -14,6 +14,7 @@ that the excepthook would print (:func:`fairseq_ctx.errors.user_error`).
 """
 import importlib
 import io
+import re
 import shutil
 import sys
 from unittest import mock
@@ -464,18 +465,41 @@ def test_concat_context_is_cut_to_the_limit(data, two_to_two, capsys, caplog):
             "(--max-target-positions, counting the sentence itself with --target-context)") in caplog.text
 
 
-def test_interactive_context_cut_counts_the_line_it_is_glued_to(data, ctxenc, capsys, caplog):
-    """fairseq-interactive glues a ctxenc line's context to it (the glued
-    batch is split again for the model), so the context is cut counting the
-    line: the warning says so, and names no --concat-context (not given)."""
-    _, bin_dir = data
-    exc = cli_in_process("interactive", [bin_dir, "--user-dir", USER_DIR, "--path", ctxenc, "--cpu",
-                                         "--buffer-size", 4, *TASK], stdin="w1 w2 w3 w4 w5\nw5 w4 w3 w2 w1\n")
+def test_interactive_cuts_a_separate_context_as_generate_does(data, ctxenc, capsys):
+    """fairseq-interactive carries a ctxenc line's context glued to it (its
+    batches keep only the source) and splits it off again for the model; the
+    context is cut to the model's limit on its own, as fairseq-generate cuts
+    it, not counting the line it travels with. So near the limit both give
+    the same translations: the test set's documents, an empty line between
+    them, with the same beam and length limits, too-long lines skipped by
+    both (still the context of the line after them)."""
+    raw, bin_dir = data
+    lines = (raw / "test.src").read_text().splitlines()
+    docids = (raw / "test.docids").read_text().splitlines()
+    # lines whose previous line is a whole context on its own, and too long with the line
+    sizes = [len(line.split()) + 1 for line in lines]
+    near = [i for i in range(1, len(lines)) if docids[i] == docids[i - 1] and sizes[i] < LIMIT and
+            sizes[i - 1] <= LIMIT < sizes[i] + sizes[i - 1]]
+    assert near
+    expected, _ = _generate_in_process(bin_dir, ctxenc, TASK + SKIP, capsys)
+    stream, ids = [], []
+    for i, line in enumerate(lines):
+        if i and docids[i] != docids[i - 1]:
+            stream.append("")
+        ids.append(len(stream))
+        stream.append(line)
+    exc = cli_in_process("interactive", [bin_dir, "--user-dir", USER_DIR, "--path", ctxenc, "--cpu", "--beam", 2,
+                                         "--max-len-b", 5, "--buffer-size", 3, *TASK, *SKIP],
+                         stdin="\n".join(stream) + "\n")
     assert exc is None, exc
-    assert (f"1 of 2 sentences have a context longer than the model's source limit of {LIMIT} tokens "
-            "(--max-source-positions, counting the sentence itself, to which fairseq-interactive glues the "
-            "context): its oldest tokens are dropped") in caplog.text
-    assert capsys.readouterr().out.count("\nH-") == 2
+    out = capsys.readouterr().out
+    hyps = {int(i): (h, float(score)) for i, score, h in re.findall(r"^H-(\d+)\t(\S+)\t(.*)$", out, re.M)}
+    shown = dict((int(i), s) for i, s in re.findall(r"^S-(\d+)\t(.*)$", out, re.M))
+    for i in near:  # the whole previous line, glued for the journey
+        assert shown[ids[i]] == f"{lines[i - 1]} <sep> {lines[i]}"
+    assert sorted(hyps) == [ids[i] for i in sorted(expected)]
+    for i, (text, score) in expected.items():
+        assert hyps[ids[i]][0] == text and hyps[ids[i]][1] == pytest.approx(score, abs=1e-4), i
 
 
 def test_too_long_interactive_line_is_an_error(data, ctxenc, capsys):

@@ -167,6 +167,19 @@ def test_translate_equals_sentence_by_sentence(two_to_two, tmp_path, monkeypatch
     expected = list(expected_texts[0]) + [""] + list(expected_texts[1]) + ["", ""] + list(expected_texts[2]) + [""]
     assert out == expected
     assert any(out[1:4])  # not all empty: a real comparison
+    # a caller that stops before the last batch (doc 0's fourth sentence, a
+    # round of its own) hears of the cuts in the sentences it decoded
+    warned.clear()
+    dataset = model.document_dataset([model.encode(s) for s in flat], [d for d, doc in enumerate(docs) for _ in doc])
+    batches = model.iterate(dataset, model.build_generator())
+    decoded = 0
+    for ids, _, _ in batches:
+        decoded += len(ids)
+        if decoded == len(flat) - 1:
+            break
+    batches.close()
+    assert decoded == len(flat) - 1 and dataset.translations.cut
+    assert warned == [cut_warning(len(dataset.translations.cut), decoded)]
 
     # the hub: the same hypotheses, token for token
     docids = [d for d, doc in enumerate(docs) for _ in doc]

@@ -202,6 +202,29 @@ def test_translate_cli_matches_generate(corpus, checkpoints, tmp_path):
     assert (tmp_path / "out2.txt").read_text().split("\n")[:-1] == outputs == [ref[i][0] for i in range(8)]
 
 
+def test_an_empty_line_in_a_binarized_split_is_no_context(corpus, checkpoints, tmp_path):
+    """An empty line inside a document of a binarized split (docids) is no
+    sentence, as it is for fairseq-ctx-translate and the hub: the sentence
+    after it gets the one before it as context. fairseq-generate still
+    translates the empty line; every other sentence's translation and score
+    equals those of the split without it."""
+    raw, bin_dir = corpus
+    ref = generate_here(bin_dir, checkpoints["ctxenc"], tmp_path / "ref", DOC)
+    gap = tmp_path / "gap"
+    gap.mkdir()
+    for side in ("src", "tgt"):
+        lines = (raw / f"valid.{side}").read_text().splitlines()
+        (gap / f"test.{side}").write_text("\n".join(lines[4:5] + [""] + lines[5:8]) + "\n")
+    run_cli("fairseq_cli.preprocess", ["--source-lang", "src", "--target-lang", "tgt", "--testpref", gap / "test",
+                                       "--destdir", gap / "bin", "--srcdict", bin_dir / "dict.src.txt",
+                                       "--tgtdict", bin_dir / "dict.tgt.txt", "--workers", "1"])
+    (gap / "bin" / "test.src-tgt.docids").write_text("c\n" * 5)
+    out = generate_here(gap / "bin", checkpoints["ctxenc"], tmp_path / "out", DOC, subset="test")
+    assert sorted(out) == list(range(5))
+    for i, j in zip((0, 2, 3, 4), range(4, 8)):
+        assert out[i][0] == ref[j][0] and out[i][1] == pytest.approx(ref[j][1], abs=1e-4), i
+
+
 def test_translate_cli_bad_input(corpus, checkpoints, tmp_path):
     raw, bin_dir = corpus
     base = [str(bin_dir), "--path", str(checkpoints["ctxenc"]), "--no-progress-bar", *GEN]

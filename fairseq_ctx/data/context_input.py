@@ -1,8 +1,8 @@
 """How document context reaches a model: decided here, once, for the task,
 the hub and the contrastive scorer, and carried out by the mode it decides.
 
-A sentence's context reaches a model in one of three ways
-(:data:`INPUT_MODES`, one object each):
+A sentence's context reaches a model in one of three ways (one object
+each, in :data:`INPUT_MODES` with the fourth below):
 
 * ``concat`` (:data:`CONCAT`): glued to the source with the separator symbol
   (``--concat-context``; any architecture: the concatenation baseline);
@@ -12,6 +12,15 @@ A sentence's context reaches a model in one of three ways
 * ``none`` (:data:`NONE`): not at all (any other architecture, and every
   task without document context, e.g. ``--task translation``): the sentence
   alone.
+
+A fourth mode carries ``separate`` where a batch keeps only the source:
+fairseq-interactive's batches keep ``src_tokens`` and ``src_lengths``, so
+``separate-glued`` (:data:`GLUED`, ``SEPARATE.stream``) glues the context
+to the source for the journey, laid out as ``concat`` lays it out, and the
+model's input splits it off again (:meth:`InputMode.model_input`).  It is
+``separate`` in everything else: the context is cut to the limit on its
+own and batching counts the sentence alone, so fairseq-interactive gives a
+separate-context model what fairseq-generate gives it.
 
 The choice depends on the task's flags *and* on the model, so it is made by
 :func:`input_mode` when the model is known; until then a document dataset
@@ -29,10 +38,10 @@ import numpy as np
 import torch
 from fairseq.data import data_utils
 
-from fairseq_ctx.data.token_layout import build_context_tokens, concat_context_source
+from fairseq_ctx.data.token_layout import build_context_tokens, concat_context_source, glue_context
 from fairseq_ctx.errors import ConfigError
 
-__all__ = ["INPUT_MODES", "SEPARATE", "CONCAT", "NONE", "InputMode", "CONTEXT_KEYS", "accepts_context",
+__all__ = ["INPUT_MODES", "SEPARATE", "GLUED", "CONCAT", "NONE", "InputMode", "CONTEXT_KEYS", "accepts_context",
            "input_mode", "without_context"]
 
 # the net_input keys of a separate context
@@ -50,7 +59,7 @@ def without_context(sample: dict) -> dict:
 
 class InputMode(str):
     """How the context reaches the model; the base is ``none``'s behaviour
-    (the sentence alone), which the other two modes extend.  ``ds`` below is
+    (the sentence alone), which the other modes extend.  ``ds`` below is
     the :class:`~fairseq_ctx.data.document_context_dataset.DocumentContextDataset`
     whose item or batch is being made."""
 
@@ -152,11 +161,24 @@ class _Separate(InputMode):
         return sample
 
 
-NONE, CONCAT, SEPARATE = _None(), _Concat(), _Separate()
-NONE.stream, CONCAT.stream, SEPARATE.stream = NONE, CONCAT, CONCAT
+class _Glued(_Separate):
+    label = "separate-glued"
+
+    def item(self, ds, index, sample):
+        # the separate context as cut on its own, glued where concat glues it
+        context = build_context_tokens(ds.context_sentences(index), ds.eos, ds.sep, ds.max_context_tokens)
+        sample["source"] = glue_context(context, sample["source"], ds.eos, ds.sep)
+        return sample
+
+    def collate(self, ds, samples, batch):
+        return batch
+
+
+NONE, CONCAT, SEPARATE, GLUED = _None(), _Concat(), _Separate(), _Glued()
+NONE.stream, CONCAT.stream, SEPARATE.stream, GLUED.stream = NONE, CONCAT, GLUED, GLUED
 
 # every mode by its name (a dataset may be given the name)
-INPUT_MODES: Dict[str, InputMode] = {m: m for m in (SEPARATE, CONCAT, NONE)}
+INPUT_MODES: Dict[str, InputMode] = {m: m for m in (SEPARATE, CONCAT, NONE, GLUED)}
 
 
 def mode_named(mode) -> InputMode:
@@ -181,7 +203,7 @@ def accepts_context(model) -> bool:
 
 
 def input_mode(task_cfg, models: Sequence = ()) -> InputMode:
-    """How the context reaches ``models`` (one of :data:`INPUT_MODES`) under
+    """How the context reaches ``models`` (``separate``, ``concat`` or ``none``) under
     a task with configuration ``task_cfg``: ``concat`` with
     ``--concat-context``; else ``separate`` when the models accept context
     (also while no model is known yet), ``none`` when they do not, or when

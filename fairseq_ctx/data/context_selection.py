@@ -8,7 +8,9 @@ hub and ``fairseq-ctx-translate`` (documents in memory), fairseq-interactive
 
 **A document** (:func:`document_segments`, :func:`split_documents`) is a run
 of consecutive lines with the same document id.  An empty line is no
-sentence: never translated as one, never anyone's context.  Where document
+sentence: never anyone's context, and never translated as one (except in a
+binarized split, whose line fairseq-generate translates: with no context,
+:meth:`ContextRule.lines_index`).  Where document
 ids are given they alone say where documents start (an empty line inside a
 document does not split it); where none are (raw text, fairseq-interactive)
 an empty line ends a document.
@@ -35,7 +37,7 @@ numpy only (no torch, no fairseq), so the command-line tools can read
 documents before they load a model.
 """
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -202,26 +204,44 @@ class ContextRule:
         """The context index of sentences with document ids ``docids``."""
         return compute_context_index(docids, self.size, self.mode, seed=self.seed, shuffle=self.shuffle)
 
+    def lines_index(self, empty: Sequence[bool], docids=None) -> np.ndarray:
+        """The context index of lines of which the ``empty`` ones are no
+        sentence (:func:`split_documents`: documents by ``docids`` where given,
+        else an empty line ends one): :meth:`index` over the other lines,
+        mapped back to line positions; an empty line's row is all ``-1`` and
+        it is no line's context."""
+        empty = np.asarray(empty, dtype=bool).reshape(-1)
+        if docids is not None and not empty.any():  # every line a sentence (no per-line work on a large split)
+            return self.index(docids)
+        keep, docs = split_documents(empty, docids)
+        index = self.index(docs)
+        full = np.full((len(empty), self.size), -1, dtype=np.int64)
+        full[keep] = np.where(index >= 0, keep[np.clip(index, 0, None)], -1)
+        return full
+
     def newest(self, sentences: Sequence) -> list:
         """The context of an item whose preceding sentences are given
         (``sentences``, oldest first): the newest ``size`` of them (all when
         there are fewer, none for size 0)."""
         return list(sentences[len(sentences) - self.size:]) if self.size > 0 else []
 
-    def context_file_index(self, present: np.ndarray, where: str) -> Tuple[np.ndarray, bool]:
+    def context_file_index(self, present: np.ndarray, where: str, empty: Optional[Sequence[bool]] = None
+                           ) -> Tuple[np.ndarray, bool]:
         """``(index, of_split)`` of a split whose context is a context file
         (``where``): ``present[i]`` says whether line ``i`` of the file holds
         a sentence, which is then sentence ``i``'s previous one, at pool
         position ``i`` of the file (``of_split`` False).  ``random``: indices
-        of the split's own sentences, as with docids (``of_split`` True).
+        of the split's own sentences, as with docids (``of_split`` True),
+        never one of its ``empty`` lines.
         Refuses what needs documents in one line naming the file."""
         n = len(present)
         if self.mode == "next":
             raise ConfigError(f"--context-mode next needs documents (docids): {where} holds only each sentence's "
                               "previous sentence (use the 2019 release: prepare-opensubtitles-en-ru.sh --release "
                               "2019)")
-        if self.mode == "random":   # random sentences of the split, as with docids
-            return self.index(np.arange(n)), True
+        if self.mode == "random":   # random sentences of the split, as with docids (never an empty line)
+            empty = np.zeros(n, dtype=bool) if empty is None else empty
+            return self.lines_index(empty, np.zeros(n, dtype=np.int64)), True
         if self.size > 1:
             raise ConfigError(f"--context-size {self.size}: {where} holds one context sentence per line")
         index = np.where(np.asarray(present, dtype=bool), np.arange(n), -1)[:, None][:, :self.size]
@@ -242,8 +262,5 @@ class ContextRule:
         empty = np.asarray(empty, dtype=bool)
         # the remembered lines, the buffer, and one probe line that continues the stream
         lines = np.concatenate([np.zeros(n_remembered, dtype=bool), empty, [False]])
-        keep, docs = split_documents(lines)
-        index = self.index(docs)   # over the sentences: map back to line positions
-        full = np.full((len(lines), self.size), -1, dtype=np.int64)
-        full[keep] = np.where(index >= 0, keep[np.clip(index, 0, None)], -1)
+        full = self.lines_index(lines)
         return full[n_remembered:-1], [int(j) for j in full[-1] if j >= 0]

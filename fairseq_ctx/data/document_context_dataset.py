@@ -52,7 +52,9 @@ class DocumentContextDataset(FairseqDataset):
             :mod:`fairseq_ctx.data.context_input` or its name: ``separate``
             (batches get ``net_input["ctx_tokens"]`` and ``["ctx_lengths"]``,
             B x T_ctx, padded like the source), ``concat`` (context glued to
-            the source), ``none``.
+            the source), ``none``, or ``separate-glued`` (``separate`` glued
+            to the source for fairseq-interactive's batches, split again
+            before the model).
         max_context_tokens: cap on the context (``separate``) or on the
             concatenated source (``concat``); normally the model's
             ``--max-source-positions``.

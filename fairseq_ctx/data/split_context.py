@@ -8,7 +8,8 @@ its ``.bin``/``.idx`` files:
 * ``{split}.{src}-{tgt}.docids`` (or ``{tgt}-{src}``): one document id per
   line; a document is a run of equal ids, and every context mode
   (``previous``, ``next``, ``random``, ``--shuffle-context``) is computed
-  from it by :meth:`~fairseq_ctx.data.context_selection.ContextRule.index`;
+  from it by :meth:`~fairseq_ctx.data.context_selection.ContextRule.lines_index`
+  (an empty line is no one's context and gets none);
 * ``{split}.{src}-{tgt}.context.{src}`` (``.bin``/``.idx``, binarized with
   the source dictionary): line ``i`` is sentence ``i``'s one context sentence,
   an empty line none (Voita et al. 2018's ``.en.context``); which rows
@@ -89,7 +90,8 @@ def context_file_index(prefix: str, pair, dictionary, rule: ContextRule):
         raise DataError(f"document_translation: {prefix}.idx has {0 if ctx is None else len(ctx)} lines but "
                         f"the split has {n} sentences; the context file must have one line per sentence")
     present = np.asarray(ctx.sizes) > 1   # an empty line is binarized as </s> alone
-    index, of_split = rule.context_file_index(present, prefix)
+    # an empty line of the split (</s> alone) is no sentence: never a random context
+    index, of_split = rule.context_file_index(present, prefix, empty=np.asarray(pair.src_sizes) <= 1)
     return (index, pair.src, pair.src_sizes) if of_split else (index, ctx, ctx.sizes)
 
 
@@ -109,4 +111,6 @@ def split_context(data_path: str, split: str, pair, dictionary, src: str, tgt: s
         return (*context_file_index(prefix, pair, dictionary, rule), f"explicit context {os.path.basename(prefix)}")
     docids = read_docids(docids_path(data_path, split, src, tgt), len(pair),
                          shards(data_path, split, src, tgt) if combined else ())
-    return rule.index(docids), pair.src, pair.src_sizes, f"{len(set(docids.tolist()))} documents"
+    # an empty line (</s> alone) is no sentence: no one's context (fairseq-generate still translates it)
+    empty = np.asarray(pair.src_sizes) <= 1
+    return rule.lines_index(empty, docids), pair.src, pair.src_sizes, f"{len(set(docids.tolist()))} documents"

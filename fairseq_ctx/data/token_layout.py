@@ -75,6 +75,17 @@ def concat_context_source(context: Sequence[torch.Tensor], source: torch.Tensor,
     return out
 
 
+def glue_context(context: torch.Tensor, source: torch.Tensor, eos: int, sep: int) -> torch.Tensor:
+    """A separate context (:func:`build_context_tokens`, cut already) glued
+    to the source as :func:`concat_context_source` glues, ``c_1 <sep> ...
+    c_k <sep> source``, for a batch that carries the source only;
+    :func:`split_concatenated` gives the context back as it was."""
+    body = _strip_eos(context.long(), eos)
+    if len(body) == 0:
+        return source
+    return torch.cat([body, body.new_tensor([sep]), source.long()])
+
+
 def target_prefix(previous: Sequence[torch.Tensor], eos: int, sep: int,
                   max_tokens: Optional[int] = None) -> torch.Tensor:
     """The forced decoder prefix of a 2-to-2 model: ``t_1 <sep> ... t_k <sep>``

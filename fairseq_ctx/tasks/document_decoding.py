@@ -39,6 +39,7 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 import torch
 
+from fairseq_ctx.data.context_input import GLUED
 from fairseq_ctx.data.context_selection import ContextRule, document_positions
 from fairseq_ctx.data.previous_translations import PreviousTranslations, cut_warning, generator_max_len
 from fairseq_ctx.data.sentence_dataset import SentenceSetup, sentence_dataset
@@ -117,7 +118,8 @@ class DocumentDecoding(object):
         for t in src_tokens:
             t = t.clone()
             body = t[:-1]
-            body[(body == eos) | (body == sep)] = unk  # keep the glued layout unambiguous
+            # keep the glued layout unambiguous (a typed <pad> would be dropped as padding when split)
+            body[(body == eos) | (body == sep) | (body == self.setup.src_dict.pad())] = unk
             lines.append(t)
         empty = np.array([len(t) <= 1 for t in lines], dtype=bool)
         n_history = len(self.history)
@@ -135,7 +137,7 @@ class DocumentDecoding(object):
                 2 * np.cumsum(empty) - empty, slots=n_history + np.arange(len(lines)))
             self.target_tail = (translations, tail)
         self.history = [pool[j] for j in tail]
-        self.glued = mode.stream is not mode
+        self.glued = mode.stream is GLUED
         self.collated = None
         dataset = sentence_dataset(self.setup, lines, mode.stream, index, pool, shuffle=True,
                                    constraints=constraints, skip=empty, rounds=rounds, translations=translations,

@@ -373,12 +373,9 @@ class DocumentTranslationTask(TranslationTask):
         if isinstance(dataset, DocumentContextDataset) and limit is not None:
             cut = dataset.cap_context(int(limit))
             if cut:
-                # fairseq-interactive glues a separate context to its line (the mode's stream)
-                note = dataset.input_mode.cap_note if dataset.input_mode is self.context_input else \
-                    ", counting the sentence itself, to which fairseq-interactive glues the context"
                 logger.warning(f"{cut} of {len(dataset)} sentences have a context longer than the model's source "
-                               f"limit of {limit} tokens (--max-source-positions{note}): its oldest tokens are "
-                               "dropped")
+                               f"limit of {limit} tokens (--max-source-positions{dataset.input_mode.cap_note}): its "
+                               "oldest tokens are dropped")
         if isinstance(max_positions, tuple) and max_positions[1] is not None:
             if isinstance(dataset, DocumentContextDataset):
                 cut = dataset.cap_target_context(int(max_positions[1]))
