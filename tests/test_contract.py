@@ -19,9 +19,11 @@ process), with a checkpoint trained for two updates by ``fairseq-train``:
 ``fairseq-generate`` translates every test sentence and ``--score-reference``
 scores every reference, each token's printed score being the checkpoint's
 log-probability of it in a teacher-forced forward pass (with the test set's
-context), ``fairseq-interactive`` on the raw lines of the test set's
-documents gives generate's hypotheses, and ``fairseq-validate``'s NLL equals
-minus the mean of ``--score-reference``'s positional scores.
+context), as it is with ``--sampling`` and ``--prefix-size``,
+``fairseq-interactive`` on the raw lines of the test set's documents gives
+generate's hypotheses and keeps its ``--constraints``, and
+``fairseq-validate``'s NLL equals minus the mean of ``--score-reference``'s
+positional scores.
 
 What only one architecture has (equations, parameter counts, its flags) is
 in its own test file.
@@ -472,6 +474,47 @@ def test_score_reference_scores_every_reference(name, doc_corpus, trained_checkp
     _check_scores(output, _forward_log2_probs(name, doc_corpus, trained_checkpoint))
 
 
+# fairseq-generate's search options that keep a hypothesis's scores the
+# model's log-probabilities: sampling (top-k, seeded) and a forced prefix of
+# the reference's first token
+SEARCH_OPTIONS = {
+    "sampling": ["--sampling", "--sampling-topk", "3", "--seed", "7", "--beam", "1"],
+    "prefix": ["--prefix-size", "1"],
+}
+
+
+@pytest.mark.parametrize("option", sorted(SEARCH_OPTIONS))
+@pytest.mark.parametrize("name", NAMES)
+def test_search_options_score_as_the_model_does(name, option, doc_corpus, trained_checkpoint, tmp_path,
+                                                tmp_path_factory, monkeypatch):
+    """fairseq-generate with sampling or a forced prefix (other searches over
+    the same encoder output and incremental state): every test sentence gets
+    a hypothesis, each token scored as a plain forward pass over it scores it;
+    with ``--prefix-size 1`` every hypothesis starts with its reference's
+    first word, and sampling gives other hypotheses than beam search."""
+    produced = {}
+    search = SequenceGenerator.generate
+
+    def recording(self, models, sample, **kwargs):
+        hypos = search(self, models, sample, **kwargs)
+        produced.update({int(i): h[0]["tokens"] for i, h in zip(sample["id"], hypos)})
+        return hypos
+
+    monkeypatch.setattr(SequenceGenerator, "generate", recording)
+    generate_in_process(doc_corpus[1], trained_checkpoint(name), tmp_path, task_flags=BY_NAME[name].task,
+                        extra=SEARCH_OPTIONS[option])
+    output = (tmp_path / "generate-test.txt").read_text()
+    monkeypatch.undo()
+    _check_scores(output, _forward_log2_probs(name, doc_corpus, trained_checkpoint, produced))
+    hyps, _ = parse_generate(output)
+    if option == "prefix":
+        references = (doc_corpus[0] / "test.tgt").read_text().splitlines()
+        assert [hyps[i][0].split()[:1] for i in range(14)] == [r.split()[:1] for r in references]
+    else:
+        beam, _ = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory))
+        assert any(hyps[i][0] != beam[i][0] for i in range(14))
+
+
 def _documents(raw_dir, subset="test"):
     """The lines of ``subset``'s source, one list per document (its ``.docids``)."""
     lines = (raw_dir / f"{subset}.src").read_text().splitlines()
@@ -501,6 +544,28 @@ def test_interactive_equals_generate(name, doc_corpus, trained_checkpoint, tmp_p
     hyps = interactive_in_process(doc_corpus[1], trained_checkpoint(name), lines, tmp_path,
                                   task_flags=BY_NAME[name].task)
     assert hyps == [expected[i][0] for i in range(14)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_interactive_constraints_appear_in_every_translation(name, doc_corpus, trained_checkpoint, tmp_path,
+                                                             tmp_path_factory):
+    """fairseq-interactive with ``--constraints`` (lexically constrained beam
+    search; the constraints follow a tab on each line): each line constrained
+    to its reference's last word gets a translation with that word, where
+    beam search alone left it out of some."""
+    docs = _documents(doc_corpus[0])
+    references = (doc_corpus[0] / "test.tgt").read_text().splitlines()
+    words = [r.split()[-1] for r in references]
+    constrained = iter(f"{line}\t{word}" for line, word in zip([s for d in docs for s in d], words))
+    if BY_NAME[name].task:
+        lines = [line for doc in docs for line in [*(next(constrained) for _ in doc), ""]][:-1]
+    else:
+        lines = list(constrained)
+    hyps = interactive_in_process(doc_corpus[1], trained_checkpoint(name), lines, tmp_path,
+                                  task_flags=BY_NAME[name].task, extra=["--constraints", "ordered"])
+    assert len(hyps) == 14 and all(word in hyp.split() for hyp, word in zip(hyps, words))
+    beam, _ = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory))
+    assert not all(words[i] in beam[i][0].split() for i in range(14))
 
 
 def _nll_loss(proc):

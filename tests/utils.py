@@ -316,7 +316,7 @@ def generate_in_process(data_bin, checkpoint, results_dir, extra=(), subset="tes
     return parse_generate((Path(results_dir) / f"generate-{subset}.txt").read_text())
 
 
-def interactive_in_process(data_bin, checkpoint, lines, tmp_dir, beam=2, task_flags=()):
+def interactive_in_process(data_bin, checkpoint, lines, tmp_dir, beam=2, task_flags=(), extra=()):
     """fairseq-interactive's own ``main`` in this process on ``lines``;
     returns the hypotheses in input order."""
     import contextlib
@@ -329,7 +329,7 @@ def interactive_in_process(data_bin, checkpoint, lines, tmp_dir, beam=2, task_fl
     source.write_text("\n".join(lines) + "\n")
     cfg = _cli_args(options.get_interactive_generation_parser(), [
         data_bin, "--user-dir", USER_DIR, "--path", checkpoint, "--beam", beam, "--max-len-b", "20",
-        "--cpu", "--buffer-size", "4", "--batch-size", "4", "--input", source, *task_flags,
+        "--cpu", "--buffer-size", "4", "--batch-size", "4", "--input", source, *task_flags, *extra,
     ])
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
