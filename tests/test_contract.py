@@ -40,8 +40,8 @@ from fairseq.sequence_generator import SequenceGenerator
 from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS, grid_archs, names, one_of_each, option_grid, variant
 from fairseq_ctx.modules.incremental_cache import settled
 from fairseq_ctx.modules.readout import reading
-from tests.utils import (build_model, generate_in_process, interactive_in_process, padded_batch, parse_generate,
-                         tiny_model, validate)
+from tests.utils import (build_model, generate_in_process, interactive_in_process, interactive_output, padded_batch,
+                         parse_generate, tiny_model, validate)
 
 torch.set_num_threads(1)
 
@@ -566,6 +566,43 @@ def test_interactive_constraints_appear_in_every_translation(name, doc_corpus, t
     assert len(hyps) == 14 and all(word in hyp.split() for hyp, word in zip(hyps, words))
     beam, _ = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory))
     assert not all(words[i] in beam[i][0].split() for i in range(14))
+
+
+def _by_line(output, kind):
+    """``{id: text}`` of the output's ``kind`` lines (``S``, ``A``, ...)."""
+    return {int(i): text for i, text in re.findall(rf"^{kind}-(\d+)\t(.*)$", output, re.M)}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_interactive_alignments_point_into_the_line_shown(name, doc_corpus, trained_checkpoint, tmp_path,
+                                                         tmp_path_factory):
+    """``--print-alignment hard`` (fairseq-interactive prints no soft
+    alignment): fairseq-interactive's ``A-`` pairs are fairseq-generate's,
+    their source side pointing into the ``S-`` line it prints. For a model
+    that takes its context separately that line is the context glued before
+    the source (how interactive carries it), so each source position moves
+    right by the words before the source, where ``--replace-unk`` looks the
+    source word up too."""
+    docs = _documents(doc_corpus[0])
+    if BY_NAME[name].task:
+        lines = [line for doc in docs for line in [*doc, ""]][:-1]
+    else:
+        lines = [line for doc in docs for line in doc]
+    flags = ["--print-alignment", "hard"]
+    generated = _by_line(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory, extra=flags), "A")
+    output = interactive_output(doc_corpus[1], trained_checkpoint(name), lines, tmp_path,
+                                task_flags=BY_NAME[name].task, extra=flags)
+    shown, aligned = _by_line(output, "S"), _by_line(output, "A")
+    ids = sorted(aligned)
+    assert len(ids) == 14
+    glued = BY_NAME[name].task and "--concat-context" not in BY_NAME[name].task
+    for i, line_id in enumerate(ids):
+        words = shown[line_id].split()
+        offset = len(words) - words[::-1].index("<sep>") if glued and "<sep>" in words else 0
+        expected = [f"{int(s) + offset}-{t}" for s, t in (p.split("-") for p in generated[i].split())]
+        assert all(int(p.split("-")[0]) < len(words) for p in expected)
+        assert aligned[line_id].split() == expected, (name, i)
+    assert not glued or any("<sep>" in shown[i].split() for i in ids)
 
 
 def _nll_loss(proc):

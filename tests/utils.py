@@ -319,6 +319,16 @@ def generate_in_process(data_bin, checkpoint, results_dir, extra=(), subset="tes
 def interactive_in_process(data_bin, checkpoint, lines, tmp_dir, beam=2, task_flags=(), extra=()):
     """fairseq-interactive's own ``main`` in this process on ``lines``;
     returns the hypotheses in input order."""
+    hyps = {}
+    for line in interactive_output(data_bin, checkpoint, lines, tmp_dir, beam, task_flags, extra).splitlines():
+        m = re.match(r"^H-(\d+)\t(\S+)\t(.*)$", line)
+        if m:
+            hyps[int(m.group(1))] = m.group(3)
+    return [hyps[i] for i in sorted(hyps)]
+
+
+def interactive_output(data_bin, checkpoint, lines, tmp_dir, beam=2, task_flags=(), extra=()) -> str:
+    """What fairseq-interactive's own ``main`` prints in this process on ``lines``."""
     import contextlib
     import io
 
@@ -334,12 +344,7 @@ def interactive_in_process(data_bin, checkpoint, lines, tmp_dir, beam=2, task_fl
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         fairseq_interactive.main(cfg)
-    hyps = {}
-    for line in out.getvalue().splitlines():
-        m = re.match(r"^H-(\d+)\t(\S+)\t(.*)$", line)
-        if m:
-            hyps[int(m.group(1))] = m.group(3)
-    return [hyps[i] for i in sorted(hyps)]
+    return out.getvalue()
 
 
 def write_voita_set(tmp_path, name, rows):

@@ -176,6 +176,24 @@ class DocumentDecoding(object):
         return dict(sample, net_input=dict(net_input, src_tokens=src, src_lengths=src_lengths,
                                            ctx_tokens=ctx, ctx_lengths=ctx_lengths))
 
+    @staticmethod
+    def align_to_glued(sample: dict, net_sample: dict, hypos) -> None:
+        """A batch split for the model (``net_sample`` from the glued
+        ``sample``): its hypotheses' alignments (``--print-alignment``) point
+        into the source the model read, while fairseq-interactive prints, and
+        ``--replace-unk`` reads, them against the glued line (``S-``). Moves
+        them right, in place, by the words before the source (hard
+        alignments: fairseq-interactive prints no soft ones)."""
+        if net_sample is sample or "ctx_tokens" in sample["net_input"]:
+            return
+        # tokens before the source: the context's and its <sep> (one host copy a batch)
+        shifts = (sample["net_input"]["src_lengths"] - net_sample["net_input"]["src_lengths"]).tolist()
+        for shift, beam in zip(shifts, hypos):
+            for h in beam:
+                alignment = h.get("alignment")
+                if shift and isinstance(alignment, list) and alignment and isinstance(alignment[0], tuple):
+                    h["alignment"] = [(s + shift, t) for s, t in alignment]  # (source word, target word)
+
     def model_input(self, sample: dict, mode) -> dict:
         """``sample`` with the ``net_input`` a model under ``mode`` takes (a
         glued interactive batch split again for a separate-context model)."""

@@ -423,8 +423,12 @@ class DocumentTranslationTask(TranslationTask):
         keep their last sentence, and a batch of fairseq-interactive's decoded
         round by round (``--target-context``) is decoded with its rows'
         previous translations as the forced prefix
-        (:meth:`DocumentDecoding.decode`; the hub forces its own)."""
+        (:meth:`DocumentDecoding.decode`; the hub forces its own); the
+        alignments of a glued batch split for the models point into the glued
+        line fairseq-interactive prints (:meth:`DocumentDecoding.align_to_glued`)."""
         net_sample = self.model_input(models, sample)
-        return self.documents.decode(generator, sample, prefix_tokens, lambda prefix: super(
+        hypos = self.documents.decode(generator, sample, prefix_tokens, lambda prefix: super(
             DocumentTranslationTask, self).inference_step(generator, models, net_sample, prefix_tokens=prefix,
                                                           constraints=constraints))
+        self.documents.align_to_glued(sample, net_sample, hypos)
+        return hypos
