@@ -448,6 +448,14 @@ def test_generate_translates_every_sentence(name, doc_corpus, trained_checkpoint
     the hypothesis (beam search's incremental decoding and the context
     checked against the full forward). The hypotheses' tokens are taken from
     beam search itself: the printed text drops any <s> the model chose."""
+    output, produced = _generate_recording(name, doc_corpus, trained_checkpoint, tmp_path, monkeypatch)
+    _GENERATED.setdefault((name, ()), output)  # the output the tests below read
+    _check_scores(output, _forward_log2_probs(name, doc_corpus, trained_checkpoint, produced))
+
+
+def _generate_recording(name, doc_corpus, trained_checkpoint, out_dir, monkeypatch, extra=()):
+    """fairseq-generate's output on the test set and the tokens of each
+    sentence's best hypothesis as the search produced them."""
     produced = {}
     search = SequenceGenerator.generate
 
@@ -456,11 +464,11 @@ def test_generate_translates_every_sentence(name, doc_corpus, trained_checkpoint
         produced.update({int(i): h[0]["tokens"] for i, h in zip(sample["id"], hypos)})
         return hypos
 
-    monkeypatch.setattr(SequenceGenerator, "generate", recording)
-    generate_in_process(doc_corpus[1], trained_checkpoint(name), tmp_path, task_flags=BY_NAME[name].task)
-    output = (tmp_path / "generate-test.txt").read_text()
-    _GENERATED.setdefault((name, ()), output)  # the output the tests below read
-    _check_scores(output, _forward_log2_probs(name, doc_corpus, trained_checkpoint, produced))
+    with monkeypatch.context() as patch:
+        patch.setattr(SequenceGenerator, "generate", recording)
+        generate_in_process(doc_corpus[1], trained_checkpoint(name), out_dir, task_flags=BY_NAME[name].task,
+                            extra=extra)
+    return (out_dir / "generate-test.txt").read_text(), produced
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -492,19 +500,8 @@ def test_search_options_score_as_the_model_does(name, option, doc_corpus, traine
     a hypothesis, each token scored as a plain forward pass over it scores it;
     with ``--prefix-size 1`` every hypothesis starts with its reference's
     first word, and sampling gives other hypotheses than beam search."""
-    produced = {}
-    search = SequenceGenerator.generate
-
-    def recording(self, models, sample, **kwargs):
-        hypos = search(self, models, sample, **kwargs)
-        produced.update({int(i): h[0]["tokens"] for i, h in zip(sample["id"], hypos)})
-        return hypos
-
-    monkeypatch.setattr(SequenceGenerator, "generate", recording)
-    generate_in_process(doc_corpus[1], trained_checkpoint(name), tmp_path, task_flags=BY_NAME[name].task,
-                        extra=SEARCH_OPTIONS[option])
-    output = (tmp_path / "generate-test.txt").read_text()
-    monkeypatch.undo()
+    output, produced = _generate_recording(name, doc_corpus, trained_checkpoint, tmp_path, monkeypatch,
+                                           SEARCH_OPTIONS[option])
     _check_scores(output, _forward_log2_probs(name, doc_corpus, trained_checkpoint, produced))
     hyps, _ = parse_generate(output)
     if option == "prefix":
