@@ -21,7 +21,7 @@ from fairseq_ctx.data.previous_translations import cut_warning
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.tasks import document_decoding
 from fairseq_ctx.translate import main as translate_main
-from tests.utils import generate_in_process, interactive_in_process, train_in_process
+from tests.utils import generate_in_process, interactive_in_process, interactive_output, train_in_process
 
 torch.set_num_threads(1)
 
@@ -280,6 +280,32 @@ def test_interactive_feeds_translations_back(two_to_two, tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="fairseq-ctx-translate"):
         task.inference_step(model.build_generator(), model.models, wrong)
     task.reset_document()
+
+
+def test_interactive_aligns_the_sentence_it_keeps(two_to_two, tmp_path, monkeypatch):
+    """fairseq-interactive --print-alignment with a 2-to-2 model: a line's
+    output is decoded after its previous translation forced as the prefix,
+    and keeps what follows the last <sep>; its ``A-`` pairs are that
+    sentence's, one per word of the ``H-`` line (fairseq's hard alignment
+    pairs every target word but </s> with one source word), not the whole
+    output's."""
+    raw, bin_dir, ckpt = two_to_two
+    cut = []
+    keep = document_decoding.DocumentDecoding.keep_last_sentence
+
+    def counting(self, sample, hypos):
+        cut.extend(bool((h["tokens"] == self.setup.tgt_sep).any()) for beam in hypos for h in beam[:1])
+        return keep(self, sample, hypos)
+
+    monkeypatch.setattr(document_decoding.DocumentDecoding, "keep_last_sentence", counting)
+    lines = (raw / "test.src").read_text().splitlines()[:8]
+    output = interactive_output(bin_dir, ckpt, lines, tmp_path, task_flags=TWO_TO_TWO,
+                                extra=["--print-alignment", "hard"])
+    hyps = dict(re.findall(r"^H-(\d+)\t\S+\t(.*)$", output, re.M))
+    pairs = dict(re.findall(r"^A-(\d+)\t(.*)$", output, re.M))
+    assert sorted(hyps) == sorted(pairs) and len(hyps) == 8 and any(cut)
+    for i, hyp in hyps.items():
+        assert sorted(int(p.split("-")[1]) for p in pairs[i].split()) == list(range(len(hyp.split()))), i
 
 
 # ---------------------------------------------------------------------------

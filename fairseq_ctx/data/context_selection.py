@@ -230,9 +230,10 @@ class ContextRule:
         """``(index, of_split)`` of a split whose context is a context file
         (``where``): ``present[i]`` says whether line ``i`` of the file holds
         a sentence, which is then sentence ``i``'s previous one, at pool
-        position ``i`` of the file (``of_split`` False).  ``random``: indices
-        of the split's own sentences, as with docids (``of_split`` True),
-        never one of its ``empty`` lines.
+        position ``i`` of the file (``of_split`` False), unless line ``i``
+        of the split is ``empty`` (no sentence: no context).  ``random``:
+        indices of the split's own sentences, as with docids (``of_split``
+        True), never one of its ``empty`` lines.
         Refuses what needs documents in one line naming the file."""
         n = len(present)
         if self.mode == "next":
@@ -244,7 +245,9 @@ class ContextRule:
             return self.lines_index(empty, np.zeros(n, dtype=np.int64)), True
         if self.size > 1:
             raise ConfigError(f"--context-size {self.size}: {where} holds one context sentence per line")
-        index = np.where(np.asarray(present, dtype=bool), np.arange(n), -1)[:, None][:, :self.size]
+        present = np.asarray(present, dtype=bool) & ~(np.zeros(n, dtype=bool) if empty is None else
+                                                      np.asarray(empty, dtype=bool))  # an empty line: none
+        index = np.where(present, np.arange(n), -1)[:, None][:, :self.size]
         if self.shuffle:   # as compute_context_index shuffles
             index = derange(index, np.random.default_rng(self.seed))
         return index.astype(np.int64), False

@@ -118,8 +118,10 @@ class DocumentDecoding(object):
         for t in src_tokens:
             t = t.clone()
             body = t[:-1]
-            # keep the glued layout unambiguous (a typed <pad> would be dropped as padding when split)
-            body[(body == eos) | (body == sep) | (body == self.setup.src_dict.pad())] = unk
+            # keep the glued layout unambiguous (a typed <pad> would be dropped as padding when split,
+            # a <s> hidden in the S- line while alignments count it)
+            d = self.setup.src_dict
+            body[(body == eos) | (body == sep) | (body == d.pad()) | (body == d.bos())] = unk
             lines.append(t)
         empty = np.array([len(t) <= 1 for t in lines], dtype=bool)
         n_history = len(self.history)
@@ -180,10 +182,10 @@ class DocumentDecoding(object):
     def align_to_glued(sample: dict, net_sample: dict, hypos) -> None:
         """A batch split for the model (``net_sample`` from the glued
         ``sample``): its hypotheses' alignments (``--print-alignment``) point
-        into the source the model read, while fairseq-interactive prints, and
-        ``--replace-unk`` reads, them against the glued line (``S-``). Moves
-        them right, in place, by the words before the source (hard
-        alignments: fairseq-interactive prints no soft ones)."""
+        into the source the model read, while fairseq-interactive prints them
+        against the glued line (``S-``). Moves them right, in place, by the
+        tokens before the source (hard alignments: fairseq-interactive prints
+        no soft ones)."""
         if net_sample is sample or "ctx_tokens" in sample["net_input"]:
             return
         # tokens before the source: the context's and its <sep> (one host copy a batch)
@@ -261,6 +263,10 @@ class DocumentDecoding(object):
                     cut = int(seps[-1]) + 1
                     h["tokens"] = h["tokens"][cut:]
                     h["positional_scores"] = h["positional_scores"][cut:]
+                    alignment = h.get("alignment")  # --print-alignment: of the kept tokens only
+                    if isinstance(alignment, list) and alignment:
+                        h["alignment"] = ([(s, t - cut) for s, t in alignment if t >= cut]
+                                          if isinstance(alignment[0], tuple) else alignment[cut:])
         if sample.get("target") is not None:
             target, _, _, _ = split_concatenated(sample["target"], pad, eos, sep,
                                                  left_pad=self.setup.left_pad_target)
