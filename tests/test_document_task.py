@@ -128,9 +128,12 @@ def test_an_empty_line_is_no_ones_context():
         assert not np.isin(index, np.flatnonzero(empty)).any() and (index[empty] == -1).all()
     full = np.zeros(len(docids), dtype=bool)
     assert (rule.lines_index(full, docids) == rule.index(docids)).all()
-    # a context file's split: random contexts are its sentences, never an empty line
+    # a context file's split: random contexts are its sentences, never an empty line; its own line of the
+    # file is an empty line's context no more
     index, of_split = ContextRule(size=2, mode="random", seed=3).context_file_index(~empty, "f", empty)
     assert of_split and not np.isin(index, np.flatnonzero(empty)).any() and (index[empty] == -1).all()
+    index, of_split = ContextRule(size=1).context_file_index(np.ones(len(empty), dtype=bool), "f", empty)
+    assert not of_split and index[:, 0].tolist() == np.where(empty, -1, np.arange(len(empty))).tolist()
 
 
 @pytest.mark.unit
