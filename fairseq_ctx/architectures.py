@@ -10,9 +10,9 @@ Two lists:
   and the scale-out tests take their variants from here.
 * :data:`OPTION_GRID` / :func:`option_grid`: every setting of each context
   architecture's options (ctxsan: context type x side x what is
-  contextualised; DC: side x kernel size; GRET: the full model and each
-  Table 3 ablation x routing softmax; ctxenc: the document task's context
-  modes). Tests that iterate over settings (the contract's grid checks,
+  contextualised, and the ungated ablation on each side; DC: side x kernel
+  size; GRET: the full model and each Table 3 ablation x routing softmax;
+  ctxenc: the document task's context modes). Tests that iterate over settings (the contract's grid checks,
   warnings, hydra, half precision, fixtures, the precision hunt) pick from
   it, by a documented selector such as :func:`one_of_each`; its
   architectures (:func:`grid_archs`) are the models ``fairseq_ctx.models``
@@ -36,6 +36,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 # re-exports them for its users (tests, tools)
 from fairseq_ctx.data.context_selection import CONTEXT_MODES  # --context-mode (what transformer_ctxenc reads)
 from fairseq_ctx.model_options import (  # noqa: F401
+    CTXSAN_ABLATIONS,
     CTXSAN_CONTEXT_TYPES,
     CTXSAN_CONTEXTUALIZE,
     CTXSAN_DEFAULTS,
@@ -126,19 +127,22 @@ def _flag(dest: str) -> str:
 
 def ctxsan(name: Optional[str] = None, **settings) -> Variant:
     """transformer_ctxsan with ``settings`` (dest -> value; unnamed ones at
-    their default)."""
-    unknown = set(settings) - set(CTXSAN_DEFAULTS)
+    their default; the ablation :data:`CTXSAN_ABLATIONS` True or False)."""
+    unknown = set(settings) - set(CTXSAN_DEFAULTS) - set(CTXSAN_ABLATIONS)
     if unknown:
         raise ValueError(f"unknown ctxsan option(s) {sorted(unknown)}")
-    s = {**CTXSAN_DEFAULTS, **settings}
+    s = {**CTXSAN_DEFAULTS, **{a: False for a in CTXSAN_ABLATIONS}, **settings}
     flags = tuple(x for k in CTXSAN_DEFAULTS if s[k] != CTXSAN_DEFAULTS[k] for x in (_flag(k), s[k]))
+    flags += tuple(_flag(a) for a in CTXSAN_ABLATIONS if s[a])
+    gated = not s["ctxsan_no_gate"]
     if name is None:
         only = "" if s["ctxsan_contextualize"] == "both" else f"_{s['ctxsan_contextualize']}-only"
-        name = f"ctxsan_{s['ctxsan_context']}_{s['ctxsan_side']}{only}"
+        name = f"ctxsan_{s['ctxsan_context']}_{s['ctxsan_side']}{only}{'' if gated else '_no-gate'}"
     read = {"query": ("q",), "key": ("k",), "both": ("q", "k")}[s["ctxsan_contextualize"]]
     return Variant(name, "transformer_ctxsan", flags, settings=s,
-                   readouts=read if s["ctxsan_side"] != "decoder" else (),
-                   decoder_state=s["ctxsan_side"] != "encoder", constant_init=("gate_h", "gate_c"))
+                   readouts=read if s["ctxsan_side"] != "decoder" and gated else (),
+                   decoder_state=s["ctxsan_side"] != "encoder",
+                   constant_init=("gate_h", "gate_c") if gated else ())
 
 
 def dc(side: str = "enc", kernel_size: int = DC_DEFAULT_KERNEL_SIZE, name: Optional[str] = None,
@@ -203,10 +207,14 @@ BY_NAME: Dict[str, Variant] = {v.name: v for v in VARIANTS}
 # the option grid
 
 _GRIDS: Dict[str, List[Variant]] = {
-    # every --ctxsan-context x --ctxsan-side x --ctxsan-contextualize (Tables 1 and 3)
-    "transformer_ctxsan": [ctxsan(ctxsan_context=c, ctxsan_side=s, ctxsan_contextualize=q)
-                           for c, s, q in itertools.product(CTXSAN_CONTEXT_TYPES, CTXSAN_SIDES,
-                                                            CTXSAN_CONTEXTUALIZE)],
+    # every --ctxsan-context x --ctxsan-side x --ctxsan-contextualize (Tables 1
+    # and 3), and footnote 1's --ctxsan-no-gate on each side with the default
+    # context (the sum replaces the gate alike for every context type and
+    # either of Q / K)
+    "transformer_ctxsan": [*(ctxsan(ctxsan_context=c, ctxsan_side=s, ctxsan_contextualize=q)
+                             for c, s, q in itertools.product(CTXSAN_CONTEXT_TYPES, CTXSAN_SIDES,
+                                                              CTXSAN_CONTEXTUALIZE)),
+                           *(ctxsan(ctxsan_side=s, ctxsan_no_gate=True) for s in CTXSAN_SIDES)],
     # Enc-DC, Dec-DC and Full-DC (all three under --arch transformer_dc with
     # both layer flags written out) x each kernel size
     "transformer_dc": [dc(side, f) for side in DC_SIDES for f in DC_KERNEL_SIZES],

@@ -18,6 +18,8 @@ CTXSAN_CONTEXTUALIZE: Tuple[str, ...] = ("query", "key", "both")
 # the paper's best setting (Table 1): both context vectors, encoder side, queries and keys
 CTXSAN_DEFAULTS: Mapping[str, str] = {
     "ctxsan_context": "deep-global+deep", "ctxsan_side": "encoder", "ctxsan_contextualize": "both"}
+# the ablation of footnote 1 ("without {lambda_Q, lambda_K}"): --ctxsan-no-gate
+CTXSAN_ABLATIONS: Tuple[str, ...] = ("ctxsan_no_gate",)
 
 # transformer_dc (Ampomah et al. 2021): --dc-kernel-size f (any f >= 1 is valid)
 DC_DEFAULT_KERNEL_SIZE = 2  # the paper's f (Sect. 5.2 / 7.2)

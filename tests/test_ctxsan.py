@@ -69,6 +69,22 @@ def test_table1_exact_formula(base_count):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("side", SIDES)
+def test_no_gate_ablation_drops_exactly_the_gate_vectors(base_count, side):
+    """--ctxsan-no-gate (footnote 1) builds the same U_Q, U_K and no V^H,
+    V^C: 4d fewer parameters per context-aware layer than the gated model."""
+    d, L = 512, 6
+    flags = ["--ctxsan-side", side]
+    gated, _ = build("transformer_ctxsan", flags, dict_size=1000, meta=True)
+    ungated, _ = build("transformer_ctxsan", [*flags, "--ctxsan-no-gate"], dict_size=1000, meta=True)
+    n_sides = 2 if side == "both" else 1
+    assert n_params(gated) - n_params(ungated) == n_sides * L * 4 * d
+    assert not any("gate_" in name for name, _ in ungated.named_parameters())
+    shapes = lambda m: {n: tuple(p.shape) for n, p in m.named_parameters() if "gate_" not in n}  # noqa: E731
+    assert shapes(ungated) == shapes(gated)
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("what,share", [("query", 0.5), ("key", 0.5), ("both", 1.0)])
 def test_table3_query_key_rows(base_count, what, share):
     model, _ = build("transformer_ctxsan", ["--ctxsan-contextualize", what], dict_size=1000, meta=True)
@@ -339,14 +355,16 @@ def test_history_means_ignore_padding_and_are_causal_in_decoder():
 
 # ---------------------------------------------------------------- model behaviour
 
-def _model(side, context="deep-global+deep", seed=0, layers=3, pre_norm=False):
+def _model(side, context="deep-global+deep", seed=0, layers=3, pre_norm=False, no_gate=False):
     """ctxsan on ``side`` with ``context``, ``layers`` a side (pre-norm ones
     with ``pre_norm``), its gates (every lambda 0.5 at init) randomised so
-    the tests exercise position-dependent gates; returns (model, dictionary)."""
+    the tests exercise position-dependent gates (none with ``no_gate``:
+    footnote 1's ablation); returns (model, dictionary)."""
     d = toy_dictionary(60)
     layer_flags = ["--encoder-layers", str(layers), "--decoder-layers", str(layers),
                    *(["--encoder-normalize-before", "--decoder-normalize-before"] if pre_norm else [])]
-    return tiny_model(ctxsan(ctxsan_side=side, ctxsan_context=context), layer_flags, seed=seed, dictionary=d), d
+    variant = ctxsan(ctxsan_side=side, ctxsan_context=context, ctxsan_no_gate=no_gate)
+    return tiny_model(variant, layer_flags, seed=seed, dictionary=d), d
 
 
 def _batch(d, B=3, S=7, T=6, seed=1):
@@ -362,11 +380,11 @@ def _batch(d, B=3, S=7, T=6, seed=1):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("side,no_gate", [*((s, False) for s in SIDES), ("both", True)])
 @pytest.mark.parametrize("pre_norm", [False, True], ids=["post-norm", "pre-norm"])
-def test_padding_invariance(side, pre_norm):
+def test_padding_invariance(side, no_gate, pre_norm):
     """A sentence's outputs do not change when it is batched with longer ones."""
-    model, d = _model(side, pre_norm=pre_norm)
+    model, d = _model(side, pre_norm=pre_norm, no_gate=no_gate)
     src, lens, tgt = _batch(d)
     with torch.no_grad():
         batched, _ = model(src, lens, tgt)
@@ -378,10 +396,11 @@ def test_padding_invariance(side, pre_norm):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("side,context", [(s, c) for s in ("decoder", "both") for c in CONTEXTS])
+@pytest.mark.parametrize("side,context,no_gate", [*((s, c, False) for s in ("decoder", "both") for c in CONTEXTS),
+                                                  ("both", "deep-global+deep", True)])
 @pytest.mark.parametrize("pre_norm", [False, True], ids=["post-norm", "pre-norm"])
-def test_incremental_equals_full_forward(side, context, pre_norm):
-    model, d = _model(side, context, pre_norm=pre_norm)
+def test_incremental_equals_full_forward(side, context, no_gate, pre_norm):
+    model, d = _model(side, context, pre_norm=pre_norm, no_gate=no_gate)
     src, lens, tgt = _batch(d)
     tgt[2, 4:] = d.nspecial  # step-by-step decoding never feeds padding
     with torch.no_grad():
@@ -408,11 +427,11 @@ def test_incremental_state_is_constant_size_running_sums():
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("side", SIDES)
-def test_beam_reorder_mid_sequence(side):
+@pytest.mark.parametrize("side,no_gate", [*((s, False) for s in SIDES), ("both", True)])
+def test_beam_reorder_mid_sequence(side, no_gate):
     """Decode 3 steps, reorder (as beam search does), decode on; equals
     decoding the reordered batch from the start."""
-    model, d = _model(side)
+    model, d = _model(side, no_gate=no_gate)
     src, lens, tgt = _batch(d, B=3)
     tgt[2, 4:] = d.nspecial
     new_order = torch.tensor([2, 0, 0, 1])
@@ -488,6 +507,27 @@ def test_gate_analysis_script(data_bin, trained, tmp_path):
     first = tokens[0]
     n = len(first["tokens"])
     assert len(first["encoder"]["lambda_q"]) == 2 and len(first["encoder"]["lambda_q"][0]) == n
+
+
+def test_gate_analysis_refuses_other_checkpoints_in_one_line(data_bin, trained_checkpoint, tmp_path):
+    """A model without gates (--ctxsan-no-gate, footnote 1) or of another
+    architecture has no lambda to read: one ``fairseq_ctx: error:`` line
+    naming the checkpoint, no traceback, no output folder contents."""
+    from fairseq_ctx.architectures import TINY_FLAGS
+    from tests.utils import train_in_process
+
+    ungated = ctxsan(ctxsan_no_gate=True)
+    cases = [(train_in_process(data_bin, tmp_path / "no_gate", ungated.arch, [*TINY_FLAGS, *ungated.flags]),
+              "trained with --ctxsan-no-gate, so it has no gates to read"),
+             (trained_checkpoint("transformer"), "not a transformer_ctxsan checkpoint (TransformerModel)")]
+    for ckpt, why in cases:
+        out = tmp_path / f"gates_{ckpt.parent.name}"
+        proc = run_cli("fairseq_ctx.analysis.ctxsan_gates", ["--path", ckpt, data_bin, "--gen-subset", "valid",
+                                                             "--out", out], check=False)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        lines = [line for line in proc.stderr.splitlines() if not line.startswith("INFO:")]  # loading's log
+        assert lines == [f"fairseq_ctx: error: --path {ckpt}: {why}"]
+        assert not (out / "gates.json").exists()
 
 
 def test_gate_means_equal_a_hand_computation_without_padding(data_bin, trained, tmp_path):
@@ -703,6 +743,10 @@ def _ctxsan_reference(att, settings, hs, x, real, causal):
     qk = {"Q": Q, "K": K}
     for j, which in enumerate(mixed):
         cu = CU[..., j * d:(j + 1) * d]
+        if settings["ctxsan_no_gate"]:  # footnote 1: "without {lambda_Q, lambda_K}", the plain sum
+            assert att.gate_h is None and att.gate_c is None
+            qk[which] = qk[which] + cu
+            continue
         lam = torch.sigmoid(qk[which] @ att.gate_h[j] + cu @ att.gate_c[j]).unsqueeze(-1)  # Eq. 6
         qk[which] = (1 - lam) * qk[which] + lam * cu  # Eq. 5
     return att.out_proj(_attend(qk["Q"], qk["K"], V, att.num_heads, mask))
@@ -739,6 +783,7 @@ def _check_grid_setting(variant, extra):
     d = toy_dictionary(60)
     model = tiny_model(variant, ["--encoder-layers", "3", "--decoder-layers", "3", *extra], dictionary=d)
     assert model.args.ctxsan_context == variant.settings["ctxsan_context"]
+    assert model.args.ctxsan_no_gate == variant.settings["ctxsan_no_gate"]
     src, lens, tgt = _batch(d)
     aware = {"encoder": ("encoder", "both"), "decoder": ("decoder", "both")}
     records = {}

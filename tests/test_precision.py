@@ -323,7 +323,8 @@ def _assert_grads(what, dtype, g, g_ref):
 # and key contextualised
 CTXSAN_MODULE_CASES = [(v.settings["ctxsan_context"], v.settings["ctxsan_side"])
                        for v in architectures.option_grid("transformer_ctxsan")
-                       if v.settings["ctxsan_contextualize"] == "both" and v.settings["ctxsan_side"] != "both"]
+                       if v.settings["ctxsan_contextualize"] == "both" and v.settings["ctxsan_side"] != "both"
+                       and not v.settings["ctxsan_no_gate"]]
 
 
 @pytest.mark.slow

@@ -33,7 +33,7 @@ import os
 from typing import TYPE_CHECKING, Dict, List
 
 from fairseq_ctx.cli import check_checkpoints, check_data_dir, load_checkpoint, set_tool_threads
-from fairseq_ctx.errors import install_excepthook
+from fairseq_ctx.errors import CheckpointMismatchError, install_excepthook
 
 if TYPE_CHECKING:
     import torch
@@ -75,7 +75,9 @@ def analyse_model(path: str, data: str, subset: str, max_tokens: int, max_senten
     from fairseq_ctx.models.transformer_ctxsan import TransformerCtxSanModel
 
     if not isinstance(model, TransformerCtxSanModel):
-        raise ValueError(f"--path {path}: not a transformer_ctxsan checkpoint ({type(model).__name__})")
+        raise CheckpointMismatchError(f"--path {path}: not a transformer_ctxsan checkpoint ({type(model).__name__})")
+    if model.args.ctxsan_no_gate:
+        raise CheckpointMismatchError(f"--path {path}: trained with --ctxsan-no-gate, so it has no gates to read")
     attentions = model.ctxsan_attentions()
 
     # sums[side][layer][slot] and token counts, over non-padding positions;

@@ -17,11 +17,16 @@ Flags (every row of Table 1 and Table 3)::
     --ctxsan-side {encoder,decoder,both}                         (default encoder)
     --ctxsan-contextualize {query,key,both}                      (default both)
 
-The defaults are the paper's recommended model (Table 1 row 5). The
-ablation of footnote 1, "without {lambda_Q, lambda_K}" (-5.23 BLEU), is in
-no table and is not a flag: the paper does not say what takes the gates'
-place (an unweighted sum Q + C U_Q, or a fixed 0.5 mix). Parameter
-growth over ``transformer`` with Base dimensions (d=512, 6+6 layers), per
+    --ctxsan-no-gate                                             (footnote 1's ablation)
+
+The defaults are the paper's recommended model (Table 1 row 5).
+``--ctxsan-no-gate`` is the ablation of footnote 1, "without {lambda_Q,
+lambda_K}" (-5.23 BLEU, in no table): the contextualised queries and keys
+are the unweighted sums ``Q + C U_Q``, ``K + C U_K`` (the paper does not
+write that equation; see :mod:`fairseq_ctx.modules.ctxsan_attention` for
+why the sum and not a fixed 0.5 mix), and the gate vectors ``V^H``,
+``V^C`` are not built (``4d`` fewer parameters a context-aware layer).
+Parameter growth over ``transformer`` with Base dimensions (d=512, 6+6 layers), per
 layer ``l`` ``U_Q, U_K: d_c x d`` plus gates ``4d``: global 6*2d^2 = +3.15M,
 deep-global 21*2d^2 = +11.0M, deep 15*2d^2 = +7.9M, deep-global + deep
 +18.9M per side; tested in ``tests/test_ctxsan.py``.
@@ -51,7 +56,7 @@ from fairseq.models.transformer.transformer_legacy import (
 )
 from torch import Tensor
 
-from fairseq_ctx.model_options import CTXSAN_DEFAULTS
+from fairseq_ctx.model_options import CTXSAN_ABLATIONS, CTXSAN_DEFAULTS
 from fairseq_ctx.model_options import CTXSAN_SIDES as SIDES
 from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.ctxsan_attention import (
@@ -124,7 +129,8 @@ class CtxSanEncoder(TransformerEncoderBase):
         # called once per layer, in order, from TransformerEncoderBase.__init__
         self._ctx_layers_built += 1
         return wrap_layer(CtxSanEncoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context,
-                                             cfg.ctxsan_contextualize, self.ctx_slot), cfg, checkpoints_itself=True)
+                                             cfg.ctxsan_contextualize, self.ctx_slot, gated=not cfg.ctxsan_no_gate),
+                          cfg, checkpoints_itself=True)
 
     def forward_scriptable(self, src_tokens, src_lengths: Optional[Tensor] = None,
                            return_all_hiddens: bool = False, token_embeddings: Optional[Tensor] = None):
@@ -155,7 +161,8 @@ class CtxSanDecoder(BoolFutureMask, TransformerDecoderBase):
         self._ctx_layers_built += 1
         return wrap_layer(CtxSanDecoderLayer(cfg, self._ctx_layers_built, cfg.ctxsan_context,
                                              cfg.ctxsan_contextualize, self.ctx_slot,
-                                             no_encoder_attn=no_encoder_attn), cfg, checkpoints_itself=True)
+                                             no_encoder_attn=no_encoder_attn, gated=not cfg.ctxsan_no_gate),
+                          cfg, checkpoints_itself=True)
 
     def extract_features_scriptable(
         self,
@@ -193,9 +200,10 @@ class CtxSanDecoder(BoolFutureMask, TransformerDecoderBase):
 @dataclass
 class TransformerCtxSanConfig(TransformerFlatConfig):
     """``transformer_ctxsan``'s flags: fairseq's Transformer plus the context
-    type, side and what is contextualised. Plain strings with their choices
-    in the metadata, not enums: validate_ctxsan_args checks them at build
-    time with an error naming the flag (and accepts "deep-global + deep")."""
+    type, side, what is contextualised and footnote 1's ablation. Plain
+    strings with their choices in the metadata, not enums:
+    validate_ctxsan_args checks them at build time with an error naming the
+    flag (and accepts "deep-global + deep")."""
 
     ctxsan_context: Optional[str] = unset(
         "context vector: global (Eq. 8), deep (Eq. 9), deep-global (Eq. 10) or deep-global+deep (the two "
@@ -205,6 +213,9 @@ class TransformerCtxSanConfig(TransformerFlatConfig):
         metavar="SIDE", choices=SIDES)
     ctxsan_contextualize: Optional[str] = unset(
         "contextualise the query, the key or both (Table 3); default both", metavar="WHAT", choices=CONTEXTUALIZE)
+    ctxsan_no_gate: Optional[bool] = unset(
+        "ablation (footnote 1): no gates lambda_Q, lambda_K; the contextualised query and key are Q + C U_Q and "
+        "K + C U_K")
 
 
 @register_model("transformer_ctxsan", dataclass=TransformerCtxSanConfig)
@@ -247,6 +258,8 @@ class TransformerCtxSanModel(TransformerModel):
 def _ctxsan_defaults(args):
     for key, default in CTXSAN_DEFAULTS.items():
         setattr(args, key, getattr(args, key, None) or default)
+    for key in CTXSAN_ABLATIONS:
+        setattr(args, key, bool(getattr(args, key, None)))
 
 
 @register_base_architecture("transformer_ctxsan")

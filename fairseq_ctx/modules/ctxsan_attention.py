@@ -39,6 +39,13 @@ Reading of the paper where it is ambiguous (see ``docs/ambiguities.md``):
   training folds on every call, as gradients must reach the parameters.
 * Global means ignore padding; on the decoder side the global context is the
   causal prefix mean (footnote 2), so each position has its own context.
+* ``gated=False`` (``--ctxsan-no-gate``) is footnote 1's ablation "without
+  {lambda_Q, lambda_K}" (-5.23 BLEU in the paper): ``[Q^; K^] = [Q; K] +
+  C [U_Q; U_K]``, no ``V^H``, ``V^C``. The paper does not write the
+  ungated equation; the footnote blames the drop on "the large magnitude of
+  Q and K" left unregulated, which is the unweighted sum (a fixed 0.5 mix
+  would still scale them), and a plain addition is what GRET's Table 3
+  uses for its own gate ablation.
 
 Gate values can be read out for analysis (:mod:`fairseq_ctx.modules.readout`):
 inside ``with reading(model):`` each forward leaves
@@ -217,21 +224,23 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         causal (bool): decoder self-attention (causal mask, incremental state)
         slot (HistorySlot): where the context history of the forward in
             progress is found (the stack's; or pass ``history=`` per call)
+        gated (bool): the gates of Eq. 6 (False: footnote 1's ablation,
+            ``Q + C U_Q``)
 
     Same base parameters as fairseq's ``MultiheadAttention`` (Q, K, V in one
     fused ``d x 3d`` projection, output projection ``d x d``), plus per context
     part a ``d_c x (n*d)`` projection (``n`` = number of contextualised of
-    Q, K) and the gates ``V^H``, ``V^C`` (``n x d`` each).
+    Q, K) and, when gated, ``V^H``, ``V^C`` (``n x d`` each).
 
     Readout (:mod:`fairseq_ctx.modules.readout`): lambda_Q and lambda_K of
-    Eq. 6, those of the contextualised Q / K only.
+    Eq. 6, those of the contextualised Q / K only (none without gates).
     """
 
     readout_shapes = {"q": "T x B", "k": "T x B"}
 
     def __init__(self, embed_dim: int, num_heads: int, layer: int, context: str = "deep-global+deep",
                  contextualize: str = "both", dropout: float = 0.0, causal: bool = False,
-                 slot: Optional[HistorySlot] = None):
+                 slot: Optional[HistorySlot] = None, gated: bool = True):
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
@@ -248,6 +257,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         self.dropout = dropout
         self.causal = causal
         self.slot = slot
+        self.gated = gated
         # which of Q (row 0 of the fused q|k|v) and K (row 1) are contextualised (Eq. 5)
         self.mixed_qk = {"query": [0], "key": [1], "both": [0, 1]}[contextualize]
         n = len(self.mixed_qk)
@@ -261,7 +271,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             p.replace("-", "_"): nn.Linear(context_dim(p, layer, embed_dim), n * embed_dim, bias=False)
             for p in self.parts
         })
-        if self.parts:
+        if self.parts and gated:
             self.gate_h = nn.Parameter(torch.empty(n, embed_dim))  # V^H_Q, V^H_K
             self.gate_c = nn.Parameter(torch.empty(n, embed_dim))  # V^C_Q, V^C_K
         else:
@@ -294,7 +304,8 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         return len(self.parts) > 0
 
     def _fold(self) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
-        """The projections with the gate vectors folded in as ``n`` extra output rows:
+        """The projections with the gate vectors folded in as ``n`` extra output rows
+        (without gates: the projections themselves):
 
         * ``[W; V^H W_Q/K; 0]``: ``(3C + n + p) x C`` and its bias ``[b; V^H b_Q/K; 0]``
           (``Q V^H = x (W_Q^T V^H) + b_Q V^H``, Eq. 6 first term), with ``p``
@@ -304,6 +315,8 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         d, n = self.embed_dim, len(self.mixed_qk)
         lo, hi = self.mixed_qk[0] * d, (self.mixed_qk[-1] + 1) * d
         w, b = self.in_proj.weight, self.in_proj.bias
+        if not self.gated:
+            return w, b, {p: self.ctx_proj[p.replace("-", "_")].weight for p in self.parts}
         w_gate = torch.bmm(self.gate_h.unsqueeze(1), w[lo:hi].view(n, d, d)).squeeze(1)  # n x C
         b_gate = (self.gate_h * b[lo:hi].view(n, d)).sum(-1)  # n
         ctx: Dict[str, Tensor] = {}
@@ -327,6 +340,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         ``load_state_dict``'s copy, ``zero_``), dtype and device. None where
         a parameter has no version counter (made under ``inference_mode``)."""
         params = [self.in_proj.weight, self.in_proj.bias, self.gate_h, self.gate_c]
+        params = [t for t in params if t is not None]  # no gates: --ctxsan-no-gate
         params += [self.ctx_proj[p.replace("-", "_")].weight for p in self.parts]
         try:
             return tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in params)
@@ -372,9 +386,9 @@ class ContextAwareSelfAttention(Readout, nn.Module):
                         ctx_weights: Optional[Dict[str, Tensor]] = None) -> Tuple[Tensor, Tensor]:
         """``C [U_Q U_K]``, summed over context parts: ``(1 or T) x B x n x C``,
         and the gate logits' context term ``C [U_Q U_K] [V^C_Q; V^C_K]``:
-        ``(1 or T) x B x n``.
+        ``(1 or T) x B x n`` (``(1 or T) x B x 0`` without gates).
 
-        ``ctx_weights``: the folded ``[U; V^C U]`` per part (from
+        ``ctx_weights``: the folded ``[U; V^C U]`` (``U``) per part (from
         :meth:`folded_weights`; folded here when not given).
         A context that is one vector per sentence (encoder-side global and
         deep-global) has a leading dim of 1 and is projected once per sentence.
@@ -390,13 +404,13 @@ class ContextAwareSelfAttention(Readout, nn.Module):
                 blocks = history.means[:l]  # Eq. 10: [mean H^1; ...; mean H^l]
             else:  # deep
                 blocks = history.states[:l - 1]  # Eq. 9: [H^1; ...; H^{l-1}]
-            w = ctx_weights[p]  # (n*C + n) x d_c, d_c = len(blocks) * C
+            w = ctx_weights[p]  # (n*C + n) x d_c (n*C x d_c without gates), d_c = len(blocks) * C
             # [c_1 ... c_k] W^T = sum_j c_j W_j^T with W_j the j-th C columns:
             # the same products as on the concatenation, without copying the
             # k blocks into a (1|T) x B x kC tensor that autograd would keep
             # until backward (the blocks themselves are kept anyway)
             for j, c in enumerate(blocks):
-                y = F.linear(c, w[:, j * d:(j + 1) * d])  # (1|T) x B x (n*C + n)
+                y = F.linear(c, w[:, j * d:(j + 1) * d])  # (1|T) x B x (n*C [+ n])
                 out = y if out is None else out + y
         assert out is not None
         return out[..., :n * d].unflatten(-1, (n, d)), out[..., n * d:]
@@ -457,18 +471,21 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             # the fused projection as n extra output columns gives the gate
             # logits from the same matmul (no extra pass over Q and K).
             w, b, ctx_weights = self.folded_weights()
-            out = F.linear(x, w, b)  # T x B x (3C + n + p), rows 16-byte aligned
+            out = F.linear(x, w, b)  # T x B x (3C + n + p) (3C without gates), rows 16-byte aligned
             qkv = out[..., :3 * d].view(T, B, 3, d)
             q, k, v = qkv.unbind(2)
             ctx, ctx_logit = self.project_context(history, ctx_weights)  # (1|T) x B x n x C, (1|T) x B x n
             qk = qkv[:, :, self.mixed_qk[0]:self.mixed_qk[-1] + 1]  # T x B x n x C
-            # Eq. 6: one scalar per position and per contextualised Q / K
-            lam = torch.sigmoid(out[..., 3 * d:3 * d + len(self.mixed_qk)] + ctx_logit)  # T x B x n
-            # Eq. 5: (1 - lam) * Q + lam * (C U)
-            mixed = torch.lerp(qk, ctx, lam.unsqueeze(-1))
-            if self.keep_readout:
-                self.record_readout(**{("q" if s == 0 else "k"): lam[:, :, i]  # T x B
-                                       for i, s in enumerate(self.mixed_qk)})
+            if not self.gated:  # footnote 1's ablation: Q + C U
+                mixed = qk + ctx
+            else:
+                # Eq. 6: one scalar per position and per contextualised Q / K
+                lam = torch.sigmoid(out[..., 3 * d:3 * d + len(self.mixed_qk)] + ctx_logit)  # T x B x n
+                # Eq. 5: (1 - lam) * Q + lam * (C U)
+                mixed = torch.lerp(qk, ctx, lam.unsqueeze(-1))
+                if self.keep_readout:
+                    self.record_readout(**{("q" if s == 0 else "k"): lam[:, :, i]  # T x B
+                                           for i, s in enumerate(self.mixed_qk)})
             if self.contextualize == "both":
                 q, k = mixed.unbind(2)
             elif self.contextualize == "query":

@@ -59,12 +59,13 @@ def _run_in(layer_forward, slot: HistorySlot, history: ContextHistory, checkpoin
 
 class CtxSanEncoderLayer(TransformerEncoderLayerBase):
     """Encoder layer ``layer`` (1-based, kept as ``ctx_layer_number``) with context-aware self-attention;
-    ``slot``: the encoder's :class:`HistorySlot`."""
+    ``slot``: the encoder's :class:`HistorySlot`; ``gated``: the gates of Eq. 6 (False: ``--ctxsan-no-gate``)."""
 
-    def __init__(self, cfg, layer: int, context: str, contextualize: str, slot: HistorySlot):
+    def __init__(self, cfg, layer: int, context: str, contextualize: str, slot: HistorySlot, gated: bool = True):
         self.ctx_layer_number = layer
         self.ctx_context = context
         self.ctx_contextualize = contextualize
+        self.ctx_gated = gated
         self.ctx_slot = slot
         self.ctx_checkpoint = bool(cfg.checkpoint_activations)
         super().__init__(cfg)
@@ -73,7 +74,7 @@ class CtxSanEncoderLayer(TransformerEncoderLayerBase):
         return ContextAwareSelfAttention(
             embed_dim, cfg.encoder.attention_heads, self.ctx_layer_number, context=self.ctx_context,
             contextualize=self.ctx_contextualize, dropout=cfg.attention_dropout, causal=False,
-            slot=self.ctx_slot,
+            slot=self.ctx_slot, gated=self.ctx_gated,
         )
 
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor] = None):
@@ -90,10 +91,11 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
     ``slot``: the decoder's :class:`HistorySlot`."""
 
     def __init__(self, cfg, layer: int, context: str, contextualize: str, slot: HistorySlot,
-                 no_encoder_attn: bool = False):
+                 no_encoder_attn: bool = False, gated: bool = True):
         self.ctx_layer_number = layer
         self.ctx_context = context
         self.ctx_contextualize = contextualize
+        self.ctx_gated = gated
         self.ctx_slot = slot
         self.ctx_checkpoint = bool(cfg.checkpoint_activations)
         super().__init__(cfg, no_encoder_attn=no_encoder_attn)
@@ -102,7 +104,7 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
         return ContextAwareSelfAttention(
             embed_dim, cfg.decoder.attention_heads, self.ctx_layer_number, context=self.ctx_context,
             contextualize=self.ctx_contextualize, dropout=cfg.attention_dropout, causal=True,
-            slot=self.ctx_slot,
+            slot=self.ctx_slot, gated=self.ctx_gated,
         )
 
     def forward(

@@ -13,7 +13,8 @@ The modules (``readout_shapes`` in each class):
 * ``ContextAwareSelfAttention`` (transformer_ctxsan, both sides): the gates
   lambda_Q, lambda_K of Eq. 6 as ``{"q": T x B, "k": T x B}``, only those of
   the contextualised Q / K (``--ctxsan-contextualize``); empty for a layer
-  without context (layer 1 with the deep context).
+  without context (layer 1 with the deep context) and without gates
+  (``--ctxsan-no-gate``).
 * ``DualContextualModule`` (transformer_dc, encoder and decoder DC layers):
   the FI attention probabilities ``{"alpha": B x 2 x H x T x S}``
   ([alpha_l, alpha_g], Eq. 10-13).

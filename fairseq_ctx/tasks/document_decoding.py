@@ -113,15 +113,16 @@ class DocumentDecoding(object):
         input order, with context from this buffer and the remembered lines
         of the previous ones; ``mode``: how the context reaches the models,
         ``rule``: the task's context rule."""
-        eos, unk, sep = self.setup.src_dict.eos(), self.setup.src_dict.unk(), self.setup.sep
+        d = self.setup.src_dict
+        # symbols a typed line must not hold, read as <unk>: they keep the glued layout unambiguous
+        # (a typed <pad> would be dropped as padding when split, a <s> hidden in the S- line while
+        # alignments count it)
+        reserved = torch.tensor([d.eos(), self.setup.sep, d.pad(), d.bos()])
         lines = []
         for t in src_tokens:
             t = t.clone()
             body = t[:-1]
-            # keep the glued layout unambiguous (a typed <pad> would be dropped as padding when split,
-            # a <s> hidden in the S- line while alignments count it)
-            d = self.setup.src_dict
-            body[(body == eos) | (body == sep) | (body == d.pad()) | (body == d.bos())] = unk
+            body[torch.isin(body, reserved.to(body.device))] = d.unk()
             lines.append(t)
         empty = np.array([len(t) <= 1 for t in lines], dtype=bool)
         n_history = len(self.history)
