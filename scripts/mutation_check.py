@@ -190,6 +190,10 @@ MUTANTS: List[Mutant] = [
     Mutant("ctxsan_decoder_mean_sees_future", M + "ctxsan_attention.py",
            "xw.cumsum(0) / self._denom", "xw.sum(0, keepdim=True) / self._denom[-1:]", CTXSAN,
            "decoder-side global context is the whole target's mean, not the causal prefix mean (footnote 2)"),
+    Mutant("ctxsan_no_gate_half_mix", M + "ctxsan_attention.py",
+           "mixed = qk + ctx", "mixed = torch.lerp(qk, ctx, 0.5)", CTXSAN,
+           "--ctxsan-no-gate mixes Q and C U half and half instead of summing them (footnote 1 read as Eq. 5 "
+           "without lambda)"),
     Mutant("ctxsan_key_only_contextualises_query", M + "ctxsan_attention.py",
            '{"query": [0], "key": [1], "both": [0, 1]}', '{"query": [0], "key": [0], "both": [0, 1]}', CTXSAN,
            "--ctxsan-contextualize key mixes the context into the queries (Table 3 rows)"),

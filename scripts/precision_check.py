@@ -528,7 +528,8 @@ def hunt_cases():
       settings that contextualise both query and key: the query-only and
       key-only ones mix a subset of the same projections), two layers per
       side (layer 1 has no deep context; layer 2 has deep-global of 2d and
-      deep of d);
+      deep of d); not footnote 1's ungated ablation, whose attention module
+      tests/test_precision.py checks in half precision on each side;
     * DC: every setting of the grid, Enc-DC, Dec-DC and Full-DC with each
       --dc-kernel-size of ``DC_KERNEL_SIZES`` (2, the paper's; 3, an odd
       window, asymmetric when centred; 8);
@@ -553,7 +554,8 @@ def hunt_cases():
         return HuntCase(v.name, v.arch, v.flags, kind, decoder_state=v.decoder_state, **kw)
 
     cases = [case(by["transformer"]), case(by["concat"], "concat")]
-    cases += [case(v, layers=2) for v in grid("transformer_ctxsan") if v.settings["ctxsan_contextualize"] == "both"]
+    cases += [case(v, layers=2) for v in grid("transformer_ctxsan")
+              if v.settings["ctxsan_contextualize"] == "both" and not v.settings["ctxsan_no_gate"]]
     cases += [case(v) for v in grid("transformer_dc")]
     cases += [case(v, layers=2) for v in grid("transformer_gret")
               if v.settings["gret_capsules"] == architectures.GRET_DEFAULT_CAPSULES

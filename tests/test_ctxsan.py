@@ -512,7 +512,7 @@ def test_gate_analysis_script(data_bin, trained, tmp_path):
 def test_gate_analysis_refuses_other_checkpoints_in_one_line(data_bin, trained_checkpoint, tmp_path):
     """A model without gates (--ctxsan-no-gate, footnote 1) or of another
     architecture has no lambda to read: one ``fairseq_ctx: error:`` line
-    naming the checkpoint, no traceback, no output folder contents."""
+    naming the checkpoint, no traceback, no gates.json."""
     from fairseq_ctx.architectures import TINY_FLAGS
     from tests.utils import train_in_process
 
@@ -528,6 +528,36 @@ def test_gate_analysis_refuses_other_checkpoints_in_one_line(data_bin, trained_c
         lines = [line for line in proc.stderr.splitlines() if not line.startswith("INFO:")]  # loading's log
         assert lines == [f"fairseq_ctx: error: --path {ckpt}: {why}"]
         assert not (out / "gates.json").exists()
+
+
+def test_a_checkpoint_saved_before_the_no_gate_flag_loads_gated(data_bin, trained_checkpoint, tmp_path):
+    """Checkpoints written before --ctxsan-no-gate existed have no
+    ``ctxsan_no_gate`` in their model config (a dict, or the older argparse
+    namespace): they load through fairseq's loader (strict:
+    the gate vectors are expected and found) as the gated model they are,
+    with the same weights and outputs."""
+    import argparse
+
+    from fairseq import checkpoint_utils
+
+    path = trained_checkpoint("ctxsan")
+    state = torch.load(path, weights_only=False)
+    assert state["cfg"]["model"].pop("ctxsan_no_gate") is False  # saved as a plain dict
+    torch.save(state, tmp_path / "dict.pt")
+    namespace = argparse.Namespace(**{k: v for k, v in state["cfg"]["model"].items()})
+    state["cfg"]["model"] = namespace
+    torch.save(state, tmp_path / "namespace.pt")
+    d = toy_dictionary(60)
+    src, lens, tgt = _batch(d)
+    outs = []
+    for p in (path, tmp_path / "dict.pt", tmp_path / "namespace.pt"):
+        model = checkpoint_utils.load_model_ensemble([str(p)], arg_overrides={"data": str(data_bin)})[0][0].eval()
+        assert model.args.ctxsan_no_gate is False
+        assert all(layer.self_attn.gated and layer.self_attn.gate_h is not None for layer in model.encoder.layers)
+        vocab = len(model.encoder.dictionary)
+        with torch.no_grad():
+            outs.append(model(src % vocab, lens, tgt % vocab)[0])
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
 
 
 def test_gate_means_equal_a_hand_computation_without_padding(data_bin, trained, tmp_path):
@@ -762,8 +792,9 @@ def test_every_grid_setting_computes_its_equations(variant):
     (Eq. 8-10) built by hand from the inputs of the layers of its own stack
     (sentence means ignoring padding in the encoder, prefix means in the
     decoder), mixed into the queries, the keys or both; every layer of the
-    other side is plain attention (Eq. 3). (Tried, one at a time in
-    ctxsan_attention.py: the global context read from H^1 instead of H^l
+    other side is plain attention (Eq. 3); with --ctxsan-no-gate (footnote
+    1) the plain sum Q + C U. (Tried, one at a time in ctxsan_attention.py,
+    when the grid held the 36 gated settings: the global context read from H^1 instead of H^l
     fails the 9 global settings; U_Q / U_K rows swapped for query- and
     key-only fails those 24 settings; the deep context read from
     H^2..H^l instead of H^1..H^{l-1} fails the 18 deep and deep-global+deep
@@ -771,7 +802,9 @@ def test_every_grid_setting_computes_its_equations(variant):
     fails the 18 decoder / both settings with a mean-based context.) The
     gradients that reach every parameter are the reference's too (tried:
     the layers' pushed H^l detached from the graph fails all 48 settings,
-    pre-norm included, on the gradients alone)."""
+    pre-norm included, on the gradients alone; a 0.5 mix planted in place
+    of the ungated sum fails the 3 no-gate settings and their 3 pre-norm
+    ones)."""
     _check_grid_setting(variant, [])
 
 

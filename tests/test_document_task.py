@@ -555,3 +555,33 @@ def test_context_owners_name_no_architecture():
         source = inspect.getsource(importlib.import_module(name))
         found = re.findall(r"fairseq_ctx\.model[s]?\b|fairseq_ctx\.modules|\b(?:ctxenc|ctxsan|gret|dc)\b", source)
         assert not found, (name, found)
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_max_tokens_counts_a_separate_context_as_the_baseline_does_not(data, size):
+    """--max-tokens batches a context-encoder model's pairs exactly as the
+    baseline's (the separate context is not counted: same sentences in the
+    same batches, the context encoder's tokens on top, docs/document-task.md),
+    while --concat-context counts the glued source (fewer pairs a batch)."""
+    _, bin_dir = data
+    dims = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
+            "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32", "--context-size", str(size)]
+
+    def batches(arch, extra=()):
+        args = parse(bin_dir, [*dims, *extra], arch=arch)
+        task = tasks.setup_task(args)
+        task.load_dataset("train")
+        task.build_model(args)  # the model decides how the context travels
+        itr = task.get_batch_iterator(task.dataset("train"), max_tokens=60, seed=3, required_batch_size_multiple=1)
+        out = [b["id"].tolist() for b in itr.next_epoch_itr(shuffle=True)]
+        return out, task.dataset("train").input_mode
+
+    baseline, mode = batches("transformer")
+    assert mode == "none"
+    ctxenc, mode = batches("transformer_ctxenc")
+    assert mode == "separate"
+    assert ctxenc == baseline
+    concat, mode = batches("transformer", ["--concat-context"])
+    assert mode == "concat"
+    assert len(concat) > len(baseline)  # the glued sources fill --max-tokens sooner
+    assert sorted(i for b in concat for i in b) == sorted(i for b in baseline for i in b)

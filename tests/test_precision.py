@@ -320,16 +320,16 @@ def _assert_grads(what, dtype, g, g_ref):
 
 
 # every --ctxsan-context on one side (both sides is the two together), query
-# and key contextualised
-CTXSAN_MODULE_CASES = [(v.settings["ctxsan_context"], v.settings["ctxsan_side"])
+# and key contextualised, and footnote 1's ungated sum (--ctxsan-no-gate) on
+# each side, whose Q + C U is not scaled down by a gate
+CTXSAN_MODULE_CASES = [(v.settings["ctxsan_context"], v.settings["ctxsan_side"], not v.settings["ctxsan_no_gate"])
                        for v in architectures.option_grid("transformer_ctxsan")
-                       if v.settings["ctxsan_contextualize"] == "both" and v.settings["ctxsan_side"] != "both"
-                       and not v.settings["ctxsan_no_gate"]]
+                       if v.settings["ctxsan_contextualize"] == "both" and v.settings["ctxsan_side"] != "both"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("context,side", CTXSAN_MODULE_CASES)
-def test_ctxsan_attention_half_precision_every_context_and_side(context, side):
+@pytest.mark.parametrize("context,side,gated", CTXSAN_MODULE_CASES)
+def test_ctxsan_attention_half_precision_every_context_and_side(context, side, gated):
     """Context-aware self-attention of layer 2 (deep-global of 2d, deep of d)
     with a 2-layer history; encoder: sentence means over 250 tokens beside a
     left-padded 50-token row; decoder: causal prefix means beside a
@@ -337,7 +337,7 @@ def test_ctxsan_attention_half_precision_every_context_and_side(context, side):
     whose prefix means must stay within one rounding of the exact means
     (the output alone would not show a drift of a few roundings there).
     Gates initialised as after training (non-zero V^H, V^C), so the gate
-    logits vary."""
+    logits vary; without gates (footnote 1's Q + C U) the same checks."""
     import copy
 
     from fairseq_ctx.models.transformer_ctxsan import _needs
@@ -345,9 +345,10 @@ def test_ctxsan_attention_half_precision_every_context_and_side(context, side):
 
     causal = side == "decoder"
     torch.manual_seed(0)
-    att = ContextAwareSelfAttention(C_BASE, HEADS_BASE, 2, context=context, causal=causal)
-    torch.nn.init.normal_(att.gate_h, std=C_BASE ** -0.5)
-    torch.nn.init.normal_(att.gate_c, std=C_BASE ** -0.5)
+    att = ContextAwareSelfAttention(C_BASE, HEADS_BASE, 2, context=context, causal=causal, gated=gated)
+    if gated:
+        torch.nn.init.normal_(att.gate_h, std=C_BASE ** -0.5)
+        torch.nn.init.normal_(att.gate_c, std=C_BASE ** -0.5)
     xs = [_states(LONG, 2, C_BASE, seed=s) for s in (1, 2)]  # inputs of layers 1 and 2, T x B x C
     mask = torch.zeros(2, LONG, dtype=torch.bool)
     if causal:

@@ -25,7 +25,8 @@ lambda_K}" (-5.23 BLEU, in no table): the contextualised queries and keys
 are the unweighted sums ``Q + C U_Q``, ``K + C U_K`` (the paper does not
 write that equation; see :mod:`fairseq_ctx.modules.ctxsan_attention` for
 why the sum and not a fixed 0.5 mix), and the gate vectors ``V^H``,
-``V^C`` are not built (``4d`` fewer parameters a context-aware layer).
+``V^C`` are not built (``2d`` fewer parameters per contextualised Q or K
+of a context-aware layer).
 Parameter growth over ``transformer`` with Base dimensions (d=512, 6+6 layers), per
 layer ``l`` ``U_Q, U_K: d_c x d`` plus gates ``4d``: global 6*2d^2 = +3.15M,
 deep-global 21*2d^2 = +11.0M, deep 15*2d^2 = +7.9M, deep-global + deep

@@ -42,10 +42,9 @@ Reading of the paper where it is ambiguous (see ``docs/ambiguities.md``):
 * ``gated=False`` (``--ctxsan-no-gate``) is footnote 1's ablation "without
   {lambda_Q, lambda_K}" (-5.23 BLEU in the paper): ``[Q^; K^] = [Q; K] +
   C [U_Q; U_K]``, no ``V^H``, ``V^C``. The paper does not write the
-  ungated equation; the footnote blames the drop on "the large magnitude of
-  Q and K" left unregulated, which is the unweighted sum (a fixed 0.5 mix
-  would still scale them), and a plain addition is what GRET's Table 3
-  uses for its own gate ablation.
+  ungated equation; taking lambda out of Eq. 5 leaves the sum (a fixed 0.5
+  mix would put a constant in its place, the same function up to a rescaling
+  of W and U that differs only at initialisation).
 
 Gate values can be read out for analysis (:mod:`fairseq_ctx.modules.readout`):
 inside ``with reading(model):`` each forward leaves
@@ -471,7 +470,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             # the fused projection as n extra output columns gives the gate
             # logits from the same matmul (no extra pass over Q and K).
             w, b, ctx_weights = self.folded_weights()
-            out = F.linear(x, w, b)  # T x B x (3C + n + p) (3C without gates), rows 16-byte aligned
+            out = F.linear(x, w, b)  # T x B x (3C + n + p), rows 16-byte aligned (3C without gates)
             qkv = out[..., :3 * d].view(T, B, 3, d)
             q, k, v = qkv.unbind(2)
             ctx, ctx_logit = self.project_context(history, ctx_weights)  # (1|T) x B x n x C, (1|T) x B x n

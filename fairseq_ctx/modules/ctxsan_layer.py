@@ -88,7 +88,8 @@ class CtxSanEncoderLayer(TransformerEncoderLayerBase):
 class CtxSanDecoderLayer(TransformerDecoderLayerBase):
     """Decoder layer ``layer`` (1-based) with causal context-aware
     self-attention: prefix means (footnote 2) and lower decoder layers only;
-    ``slot``: the decoder's :class:`HistorySlot`."""
+    ``slot``: the decoder's :class:`HistorySlot`; ``gated``: the gates of
+    Eq. 6 (False: ``--ctxsan-no-gate``)."""
 
     def __init__(self, cfg, layer: int, context: str, contextualize: str, slot: HistorySlot,
                  no_encoder_attn: bool = False, gated: bool = True):
