@@ -456,6 +456,29 @@ def test_interactive_two_documents(data, ctxenc):
         assert out[i][0] == hyp and abs(out[i][1] - score) < 1e-3
 
 
+def test_interactive_reads_typed_special_symbols_as_unk(data, ctxenc, tmp_path):
+    """A typed ``</s>``, ``<sep>``, ``<pad>`` or ``<s>`` in a
+    fairseq-interactive line is read as ``<unk>`` (each would break the
+    glued layout: a second separator, a token dropped as padding, a ``<s>``
+    the S- line hides), as the line's own and as the next line's context:
+    the whole output (S-, H-, P- lines) equals that of the same input with
+    ``<unk>`` typed in their place."""
+    from tests.utils import interactive_output
+
+    raw, bin_dir = data
+    a1, a2 = (raw / "test.src").read_text().splitlines()[:2]
+    symbols = ("</s>", "<sep>", "<pad>", "<s>")
+    typed = [a1] + [f"{sym} {a2}" for sym in symbols]
+    unk = [a1] + [f"<unk> {a2}"] * len(symbols)
+    outputs = []
+    for name, lines in (("typed", typed), ("unk", unk)):
+        (tmp_path / name).mkdir()
+        outputs.append(interactive_output(bin_dir, ctxenc, lines, tmp_path / name, task_flags=TASK))
+    shown = [[line for line in out.splitlines() if re.match(r"^[SHP]-\d+\t", line)] for out in outputs]
+    assert len(shown[0]) == 3 * len(typed) and shown[0] == shown[1]
+    assert sum("<unk>" in line for line in shown[0] if line.startswith("S-")) == len(symbols)
+
+
 def test_shuffled_and_random_context_runs(data, ctxenc):
     _, bin_dir = data
     ref, _, _ = generate(bin_dir, ctxenc, task_flags=TASK, extra=["--score-reference"])
