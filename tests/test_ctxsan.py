@@ -509,25 +509,29 @@ def test_gate_analysis_script(data_bin, trained, tmp_path):
     assert len(first["encoder"]["lambda_q"]) == 2 and len(first["encoder"]["lambda_q"][0]) == n
 
 
-def test_gate_analysis_refuses_other_checkpoints_in_one_line(data_bin, trained_checkpoint, tmp_path):
+def test_gate_analysis_refuses_other_checkpoints_in_one_line(data_bin, trained, trained_checkpoint, tmp_path):
     """A model without gates (--ctxsan-no-gate, footnote 1) or of another
     architecture has no lambda to read: one ``fairseq_ctx: error:`` line
-    naming the checkpoint, no traceback, no gates.json."""
+    naming the checkpoint, no traceback, nothing written in ``--out`` (also
+    when it comes after a checkpoint that was read)."""
     from fairseq_ctx.architectures import TINY_FLAGS
     from tests.utils import train_in_process
 
     ungated = ctxsan(ctxsan_no_gate=True)
-    cases = [(train_in_process(data_bin, tmp_path / "no_gate", ungated.arch, [*TINY_FLAGS, *ungated.flags]),
-              "trained with --ctxsan-no-gate, so it has no gates to read"),
-             (trained_checkpoint("transformer"), "not a transformer_ctxsan checkpoint (TransformerModel)")]
-    for ckpt, why in cases:
-        out = tmp_path / f"gates_{ckpt.parent.name}"
-        proc = run_cli("fairseq_ctx.analysis.ctxsan_gates", ["--path", ckpt, data_bin, "--gen-subset", "valid",
+    no_gate = train_in_process(data_bin, tmp_path / "no_gate", ungated.arch, [*TINY_FLAGS, *ungated.flags])
+    plain = trained_checkpoint("transformer")
+    no_gates = "trained with --ctxsan-no-gate, so it has no gates to read"
+    cases = [(no_gate, no_gate, no_gates),
+             (plain, plain, "not a transformer_ctxsan checkpoint (TransformerModel)"),
+             (f"{trained['both']}:{no_gate}", no_gate, no_gates)]
+    for i, (paths, refused, why) in enumerate(cases):
+        out = tmp_path / f"gates_{i}"
+        proc = run_cli("fairseq_ctx.analysis.ctxsan_gates", ["--path", paths, data_bin, "--gen-subset", "valid",
                                                              "--out", out], check=False)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
         lines = [line for line in proc.stderr.splitlines() if not line.startswith("INFO:")]  # loading's log
-        assert lines == [f"fairseq_ctx: error: --path {ckpt}: {why}"]
-        assert not (out / "gates.json").exists()
+        assert lines == [f"fairseq_ctx: error: --path {refused}: {why}"]
+        assert list(out.iterdir()) == []
 
 
 def test_a_checkpoint_saved_before_the_no_gate_flag_loads_gated(data_bin, trained_checkpoint, tmp_path):

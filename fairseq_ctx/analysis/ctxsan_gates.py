@@ -196,12 +196,18 @@ def main(argv=None):
     set_tool_threads()
     use_cuda = torch.cuda.is_available() and not args.cpu
     summary = {"subset": args.gen_subset, "data": args.data, "models": []}
-    with open(os.path.join(args.out, "tokens.jsonl"), "w") as token_out:
-        for path in args.path.split(":"):
-            summary["models"].append(
-                analyse_model(path, args.data, args.gen_subset, args.max_tokens, args.max_sentences, use_cuda,
-                              token_out)
-            )
+    tokens = os.path.join(args.out, "tokens.jsonl")
+    try:  # a checkpoint refused after others were read leaves no partial tokens.jsonl
+        with open(tokens + ".part", "w") as token_out:
+            for path in args.path.split(":"):
+                summary["models"].append(
+                    analyse_model(path, args.data, args.gen_subset, args.max_tokens, args.max_sentences, use_cuda,
+                                  token_out)
+                )
+    except BaseException:
+        os.remove(tokens + ".part")
+        raise
+    os.replace(tokens + ".part", tokens)
     with open(os.path.join(args.out, "gates.json"), "w") as f:
         json.dump(summary, f, indent=2)
     plot(summary, os.path.join(args.out, "gates.png"))
