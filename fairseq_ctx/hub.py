@@ -233,8 +233,8 @@ class DocumentHubInterface(GeneratorHubInterface):
         decoded = 0
         try:
             for batch in itr:
+                ids = batch["id"].tolist()  # before the batch moves to the device
                 batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
-                ids = batch["id"].tolist()
                 if translations is None:
                     hypos = self.task.inference_step(generator, self.models, batch, **(inference_step_args or {}))
                 else:
@@ -315,7 +315,8 @@ class DocumentHubInterface(GeneratorHubInterface):
     def decode(self, tokens: torch.LongTensor) -> str:
         """Target tokens to text: ``--post-process`` (if given), BPE decoding,
         detokenization, as fairseq-interactive's ``D-`` lines."""
-        text = self.tgt_dict.string(tokens, self.cfg.common_eval.post_process,
+        # on the host: Dictionary.string reads the tensor token by token
+        text = self.tgt_dict.string(tokens.cpu(), self.cfg.common_eval.post_process,
                                     extra_symbols_to_ignore={self.tgt_dict.eos()})
         return self.detokenize(self.remove_bpe(text))
 

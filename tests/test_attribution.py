@@ -457,3 +457,18 @@ def test_the_share_of_attribution_on_cue_words_against_uniform():
     assert res["excess"] == pytest.approx(res["cue_share"] - res["uniform_share"]) and res["above_uniform"] == 2
     assert res["excess_ci95"][0] <= res["excess"] <= res["excess_ci95"][1]
     assert res["excess_ci95"][0] >= 0 - 1 / 3 - 1e-9 and res["excess_ci95"][1] <= 3 / 4 - 1 / 3 + 1e-9
+
+
+@pytest.mark.unit
+def test_a_chunk_without_probes_embeds_as_the_model_does():
+    """A chunk whose items hold no token to probe (``originals`` empty, which
+    ``attribute`` allows for) embeds its tokens as the model does; the
+    probe lookup would otherwise index an empty tensor (an IndexError on
+    CPU, a device-side assert that ends the CUDA context on a GPU)."""
+    from fairseq_ctx.evaluation.attribution import _ProbedEmbedding
+
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(10, 4, padding_idx=1)
+    probed = _ProbedEmbedding(emb, torch.zeros(0, dtype=torch.long), torch.ones(0, 4), offset=10)
+    tokens = torch.tensor([[2, 3, 1], [4, 5, 6]])
+    assert torch.equal(probed(tokens), emb(tokens))

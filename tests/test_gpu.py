@@ -340,3 +340,19 @@ def test_attribution_on_cuda_equals_cpu(name, doc_corpus, trained_checkpoint):
             np.testing.assert_allclose(x["full"], y["full"], atol=1e-4)
             np.testing.assert_allclose([v for s in x["sentences"] for v in s],
                                        [v for s in y["sentences"] for v in s], atol=1e-4)
+
+
+# ---------------------------------------------------------------- glued interactive batches
+
+def test_split_concatenated_returns_the_batch_on_its_device():
+    """fairseq-interactive's glued batches of a separate-context model
+    (context <sep> source, left-padded) are split on the host and come back
+    on the batch's device, equal to the split of the same batch on the CPU."""
+    from fairseq_ctx.data.token_layout import split_concatenated
+
+    pad, eos, sep = 1, 2, 5
+    batch = torch.tensor([[1, 1, 7, 8, 5, 9, 2], [7, 5, 8, 5, 9, 10, 2], [1, 1, 1, 1, 9, 10, 2]])
+    cpu = split_concatenated(batch, pad, eos, sep)
+    cuda = split_concatenated(batch.cuda(), pad, eos, sep)
+    for a, b in zip(cpu, cuda):
+        assert b.device.type == "cuda" and torch.equal(a, b.cpu())

@@ -112,9 +112,11 @@ def split_concatenated(src_tokens: torch.Tensor, pad: int, eos: int, sep: int,
     everything after the last ``<sep>`` of a row is its source, everything
     before it its context (re-terminated with ``</s>``; ``[</s>]`` if the row
     has no ``<sep>``).  Returns ``(src_tokens, src_lengths, ctx_tokens,
-    ctx_lengths)``, padded on the same side as the input."""
+    ctx_lengths)``, padded on the same side as the input, on its device (split
+    on the host: the rows' cuts are read one by one)."""
+    device = src_tokens.device
     sources, contexts = [], []
-    for row in src_tokens:
+    for row in src_tokens.cpu():
         row = row[row.ne(pad)]
         seps = row.eq(sep).nonzero()
         cut = int(seps[-1]) if len(seps) else -1
@@ -123,8 +125,8 @@ def split_concatenated(src_tokens: torch.Tensor, pad: int, eos: int, sep: int,
         contexts.append(torch.cat([ctx, row.new_tensor([eos])]))
 
     def collate(tokens):
-        return (data_utils.collate_tokens(tokens, pad, eos, left_pad=left_pad),
-                torch.tensor([len(t) for t in tokens], dtype=torch.long, device=src_tokens.device))
+        return (data_utils.collate_tokens(tokens, pad, eos, left_pad=left_pad).to(device),
+                torch.tensor([len(t) for t in tokens], dtype=torch.long, device=device))
 
     src, src_lengths = collate(sources)
     ctx, ctx_lengths = collate(contexts)

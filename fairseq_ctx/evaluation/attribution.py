@@ -129,6 +129,8 @@ class _ProbedEmbedding(nn.Module):
         self.num_embeddings = inner.num_embeddings
 
     def forward(self, tokens: Tensor) -> Tensor:
+        if len(self.probe_tokens) == 0:  # nothing probed in this chunk: the clamp below would index nothing
+            return self.inner(tokens)
         probe = tokens >= self.offset
         k = (tokens - self.offset).clamp(min=0, max=len(self.probe_tokens) - 1)
         x = self.inner(torch.where(probe, self.probe_tokens[k], tokens))   # B x T x C
