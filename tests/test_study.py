@@ -1031,6 +1031,55 @@ def test_gret_waits_for_its_warm_start_and_starts_from_it(tmp_path):
 
 
 @pytest.mark.unit
+def test_ctxsan_without_gates_trains_ctxsan_with_the_flag_and_is_paired_with_ctxsan(tmp_path):
+    """Footnote 1's ablation: the study's ctxsan with --ctxsan-no-gate,
+    compared with ctxsan of its seed alone (the delta is the gates'); at a
+    budget of its own (RUN@N), with ctxsan at that budget."""
+    from fairseq_ctx.study.report import _baseline_key, baselines_of
+    from fairseq_ctx.study.runs import by_name
+    from fairseq_ctx.study.train import train_command
+
+    ablation, csan = by_name(["transformer_ctxsan-no-gate", "transformer_ctxsan"])
+    cmd, csan_cmd = (train_command("bin", "user-dir", str(tmp_path), run, 1) for run in (ablation, csan))
+    # the same command as ctxsan's but for its directory and the flag
+    assert [a for a in cmd if a != "--ctxsan-no-gate"] == [a.replace("transformer_ctxsan", ablation.name)
+                                                            if a.endswith("/transformer_ctxsan") else a
+                                                            for a in csan_cmd]
+    assert cmd.count("--ctxsan-no-gate") == 1 and cmd[cmd.index("--arch") + 1] == "transformer_ctxsan"
+    rec = {"name": ablation.name, "seed": 1, "control": ablation.control, "budget": 4000}
+    assert baselines_of(rec) == ["transformer_ctxsan"]
+    rung = by_name(["transformer_ctxsan-no-gate@8000"])[0]
+    rec = {"name": rung.name, "seed": 1, "control": rung.control, "rung_of": rung.rung_of, "budget": 8000}
+    assert baselines_of(rec) == ["transformer_ctxsan-8000"]
+    assert _baseline_key(rec, "transformer_ctxsan-8000") == "transformer_ctxsan"
+
+
+@pytest.mark.unit
+def test_the_gates_analysis_is_run_for_gated_ctxsan_only(tmp_path, monkeypatch):
+    """ctxsan without its gates has no λ to plot (the analysis refuses its
+    checkpoint): its evaluation is complete without it, and it is not run."""
+    from fairseq_ctx.study import evaluate
+    from fairseq_ctx.study.runs import by_name
+
+    ablation, csan, wide = by_name(["transformer_ctxsan-no-gate", "transformer_ctxsan", "transformer-wide"])
+    assert [evaluate.has_analysis(run) for run in (ablation, csan, wide)] == [False, True, False]
+    for run in (ablation, csan):
+        os.makedirs(evaluate.eval_dir(str(tmp_path), run))
+        for tag in ("test.hyp", "test.json", "valid.json", "usage.json"):
+            open(os.path.join(evaluate.eval_dir(str(tmp_path), run), tag), "w").close()
+    assert evaluate.is_evaluated(str(tmp_path), ablation) and not evaluate.is_evaluated(str(tmp_path), csan)
+
+    def no_call(*args, **kwargs):
+        raise AssertionError("the analysis was run")
+
+    monkeypatch.setattr(evaluate, "average", no_call)
+    monkeypatch.setattr(evaluate, "_call", no_call)
+    assert evaluate.analysis(str(tmp_path), ablation, "bin", STUDY) is None
+    with pytest.raises(AssertionError, match="the analysis was run"):
+        evaluate.analysis(str(tmp_path), csan, "bin", STUDY)
+
+
+@pytest.mark.unit
 def test_gret_and_its_control_start_from_the_shipped_average_of_the_landed_baseline(tmp_path, monkeypatch):
     """Where the landed baseline's average is shipped (scripts/ship_model.py:
     its record beside its weights, listed in SHA256SUMS), GRET and its

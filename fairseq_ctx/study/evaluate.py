@@ -248,20 +248,27 @@ ANALYSES = {
 }
 
 
+def has_analysis(run: Run) -> bool:
+    """Whether ``run`` gets its paper's analysis: the architecture's own
+    configuration only (not a task mode, nor a model without what the
+    analysis reads: ctxsan without its gates has no λ to plot)."""
+    return run.arch in ANALYSES and not run.flags and not run.model_flags
+
+
 def is_evaluated(out: str, run: Run) -> bool:
     """Whether every evaluation output of ``run`` exists, so that its record
     can be rebuilt from them without decoding or scoring anything."""
     tags = ["test.hyp", "test.json", "valid.json", "usage.json"]
     if run.uses_context:
         tags += ["test.shuffled.hyp", "test.shuffled.json", "attribution.json", "attribution.html", "cues.json"]
-    if run.arch in ANALYSES and not run.flags:
+    if has_analysis(run):
         tags.append(ANALYSES[run.arch][2])
     return all(os.path.exists(os.path.join(eval_dir(out, run), tag)) for tag in tags)
 
 
 def analysis(out: str, run: Run, bin_dir: str, settings: Settings, device: str = "cpu") -> Optional[str]:
     """Run the paper's analysis for this architecture; returns its output path."""
-    if run.arch not in ANALYSES or run.flags:
+    if not has_analysis(run):
         return None
     module, flags, name = ANALYSES[run.arch]
     target = os.path.join(eval_dir(out, run), name)

@@ -189,6 +189,11 @@ RUNS = [run for seed in SEEDS for run in (
     # that what a restart alone gives is not credited to GRET's modules
     Run("transformer-continued", "transformer", warm_start="transformer",
         label="Transformer, continued (GRET's control)"),
+    # Yang et al.'s footnote 1 (-5.23 BLEU without {λ_Q, λ_K}): ctxsan as
+    # the study trains it with the gates taken out, paired with ctxsan of
+    # the same seed, so that the delta is the gates' alone
+    Run("transformer_ctxsan-no-gate", "transformer_ctxsan", model_flags=["--ctxsan-no-gate"],
+        control="transformer_ctxsan", label="CSAN without its gates (Yang's footnote 1)"),
 ]
 
 
@@ -235,7 +240,9 @@ def by_name(names=None) -> List[Run]:
 def rung(run: Run, budget: int) -> Run:
     """``run`` at a budget of ``budget`` updates (``RUN@N``): its own
     directory, ``RUN-N``; the sensitivity check of the study's ranking."""
+    # a run paired with a control is paired with that control at the same budget
     return replace(run, name=f"{run.name}-{budget}", budget=budget, rung_of=run.name,
+                   control=f"{run.control}-{budget}" if run.control else None,
                    label=f"{run.label}, {budget} updates")
 
 
