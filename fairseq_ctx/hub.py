@@ -312,11 +312,12 @@ class DocumentHubInterface(GeneratorHubInterface):
         return outputs
 
     # ------------------------------------------------------------- strings
-    def decode(self, tokens: torch.LongTensor) -> str:
-        """Target tokens to text: ``--post-process`` (if given), BPE decoding,
-        detokenization, as fairseq-interactive's ``D-`` lines."""
+    def decode(self, tokens) -> str:
+        """Target tokens (a tensor on any device, or a list of ids) to text:
+        ``--post-process`` (if given), BPE decoding, detokenization, as
+        fairseq-interactive's ``D-`` lines."""
         # on the host: Dictionary.string reads the tensor token by token
-        text = self.tgt_dict.string(tokens.cpu(), self.cfg.common_eval.post_process,
+        text = self.tgt_dict.string(torch.as_tensor(tokens).cpu(), self.cfg.common_eval.post_process,
                                     extra_symbols_to_ignore={self.tgt_dict.eos()})
         return self.detokenize(self.remove_bpe(text))
 

@@ -346,13 +346,16 @@ def test_attribution_on_cuda_equals_cpu(name, doc_corpus, trained_checkpoint):
 
 def test_split_concatenated_returns_the_batch_on_its_device():
     """fairseq-interactive's glued batches of a separate-context model
-    (context <sep> source, left-padded) are split on the host and come back
-    on the batch's device, equal to the split of the same batch on the CPU."""
+    (context <sep> source, left-padded) and a 2-to-2 model's glued targets
+    (right-padded) are split on the host and come back on the batch's
+    device, equal to the split of the same batch on the CPU."""
     from fairseq_ctx.data.token_layout import split_concatenated
 
     pad, eos, sep = 1, 2, 5
-    batch = torch.tensor([[1, 1, 7, 8, 5, 9, 2], [7, 5, 8, 5, 9, 10, 2], [1, 1, 1, 1, 9, 10, 2]])
-    cpu = split_concatenated(batch, pad, eos, sep)
-    cuda = split_concatenated(batch.cuda(), pad, eos, sep)
-    for a, b in zip(cpu, cuda):
-        assert b.device.type == "cuda" and torch.equal(a, b.cpu())
+    sources = torch.tensor([[1, 1, 7, 8, 5, 9, 2], [7, 5, 8, 5, 9, 10, 2], [1, 1, 1, 1, 9, 10, 2]])
+    targets = torch.tensor([[7, 5, 9, 2, 1, 1], [7, 8, 5, 9, 10, 2], [9, 10, 2, 1, 1, 1]])
+    for batch, left_pad in ((sources, True), (targets, False)):
+        cpu = split_concatenated(batch, pad, eos, sep, left_pad=left_pad)
+        cuda = split_concatenated(batch.cuda(), pad, eos, sep, left_pad=left_pad)
+        for a, b in zip(cpu, cuda):
+            assert b.device.type == "cuda" and torch.equal(a, b.cpu())

@@ -136,6 +136,9 @@ def test_hub_matches_generate(corpus, checkpoints, tmp_path, name):
                            contexts=[[model.encode(lines[a - 1])], [model.encode(lines[b - 1])]])
     scores = [h[0]["score"].item() / math.log(2) for h in hypos]
     assert scores == pytest.approx([ref[a][1], ref[b][1]], abs=1e-3)
+    # decode takes the tokens as a tensor or as a list of ids (fairseq's Dictionary.string takes both)
+    assert [model.decode(h[0]["tokens"]) for h in hypos] == [model.decode(h[0]["tokens"].tolist()) for h in hypos] \
+        == [ref[a][0], ref[b][0]]
     if name in USES_CONTEXT:  # the context reached the model
         assert abs(ref[a][1] - ref[b][1]) > 1e-4
     else:

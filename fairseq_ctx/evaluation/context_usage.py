@@ -287,7 +287,8 @@ def translate_items(hub, task, args, groups, generation, encode_source, encode_t
     def text_of(hypos) -> str:
         if not hypos:
             return ""
-        return from_subwords(tgt_dict.string(hypos[0]["tokens"], extra_symbols_to_ignore={tgt_dict.eos()}))
+        # on the host: Dictionary.string reads the tensor token by token
+        return from_subwords(tgt_dict.string(hypos[0]["tokens"].cpu(), extra_symbols_to_ignore={tgt_dict.eos()}))
 
     chunk = 64
     with bar(len(keys), f"translating, {generation.name} context", unit="item") as progress:

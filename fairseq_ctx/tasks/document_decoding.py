@@ -117,12 +117,13 @@ class DocumentDecoding(object):
         # symbols a typed line must not hold, read as <unk>: they keep the glued layout unambiguous
         # (a typed <pad> would be dropped as padding when split, a <s> hidden in the S- line while
         # alignments count it)
-        reserved = torch.tensor([d.eos(), self.setup.sep, d.pad(), d.bos()])
+        device = src_tokens[0].device if len(src_tokens) else "cpu"
+        reserved = torch.tensor([d.eos(), self.setup.sep, d.pad(), d.bos()], device=device)
         lines = []
         for t in src_tokens:
             t = t.clone()
             body = t[:-1]
-            body[torch.isin(body, reserved.to(body.device))] = d.unk()
+            body[torch.isin(body, reserved)] = d.unk()
             lines.append(t)
         empty = np.array([len(t) <= 1 for t in lines], dtype=bool)
         n_history = len(self.history)
