@@ -125,7 +125,7 @@ MUTANTS: List[Mutant] = [
            "pl = self.lc_proj(l_c)", "pl = self.lc_proj(r)", DC,
            "h_l = FI(r, r) instead of FI(r, l_c) (Eq. 7); l_c drops out of the output"),
     Mutant("ctxenc_context_skips_own_layer", "fairseq_ctx/models/transformer_ctxenc.py",
-           "x = self.ctx_layer(x, encoder_padding_mask=self._mask_or_none(tokens))", "x = x", CTXENC,
+           "x = self.ctx_layer(x, encoder_padding_mask=mask)", "x = x", CTXENC,
            "the context encoder stops after the shared layers, skipping its own last layer"),
     Mutant("gret_pooling_plain_mean", M + "gret_attentive_pooling.py",
            "pooled = torch.bmm(weights.unsqueeze(1), capsules).squeeze(1)", "pooled = capsules.mean(dim=1)",

@@ -334,6 +334,49 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
         torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-5, rtol=1e-4, msg=lambda m: f"{n}: {m}")
 
 
+# ---------------------------------------------------------------- device syncs
+
+# Reads of tensor values into Python by our code (a device sync each on a
+# GPU) in one training forward of the encoder, per architecture; none
+# elsewhere. The context encoder reads once what its shapes depend on
+# (empty contexts, padding-only columns, whether there is padding, the
+# context lengths for its chunking rule), and once more per chunk where it
+# splits the batch by context length, which this batch does not
+# (tests/test_ctxenc.py).
+ENCODER_READS = {"transformer_ctxenc": 1}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", sorted(set(NAMES) | set(names(one_of_each()))))
+def test_our_code_reads_no_tensor_value_in_decoding_steps_and_training_forwards(name):
+    """No ``.item()``, ``bool()``, ``.tolist()``, ``nonzero`` or boolean
+    indexing of our own in an incremental decoding step or the decoder's
+    training forward, and at most :data:`ENCODER_READS` in the encoder's
+    (fairseq's own reads are fairseq's: its positional embeddings and
+    padding checks)."""
+    from tests.utils import host_reads
+
+    model = _model(name)
+    src, src_lengths, prev, _, kwargs = _batch(model)
+    model.train()
+    try:
+        with host_reads() as encoder_reads:
+            enc = model.encoder(src, src_lengths, **kwargs)
+        with host_reads() as decoder_reads:
+            model.decoder(prev, enc)
+    finally:
+        model.eval()
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths, **kwargs)
+        state = {}
+        model.decoder(prev[:, :1], enc, incremental_state=state)
+        with host_reads() as step_reads:
+            for t in (1, 2):
+                model.decoder(prev[:, :t + 1], enc, incremental_state=state)
+    assert sum(encoder_reads.values()) <= ENCODER_READS.get(variant(name).arch, 0), dict(encoder_reads)
+    assert not decoder_reads and not step_reads, (dict(decoder_reads), dict(step_reads))
+
+
 # ---------------------------------------------------------------- the option grid
 
 

@@ -211,6 +211,30 @@ def test_shared_pass_strategies_agree(monkeypatch, path):
     assert torch.allclose(grad, ref_grad, atol=1e-4)
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize("path", ["joint", "separate", "chunked"])
+def test_the_encoder_reads_the_device_once_and_once_per_context_chunk(monkeypatch, path):
+    """A training forward reads what its shapes depend on in one transfer
+    (a device sync on a GPU); the chunked pass reads each chunk's columns
+    once more. Before, the encoder read 7 times on the joint path and 27 on
+    a Bible batch's chunked one."""
+    from tests.utils import host_reads
+
+    src = padded_batch([7, 4, 6, 7, 5, 3], seed=6, vocab=WORDS)
+    ctx = padded_batch([3, 9, 1, 5, 2, 8], seed=7, width=11, vocab=WORDS)
+    ctx[1] = 1  # a row of padding only: it gets </s>
+    if path == "chunked":
+        monkeypatch.setattr(ctxenc_mod, "MIN_CHUNK_ROWS", 1)
+        monkeypatch.setattr(ctxenc_mod, "CONTEXT_MIN_FILL", 1.01)
+    monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 100.0 if path == "joint" else 0.0)
+    model = tiny_model("ctxenc").train()
+    with host_reads() as reads:
+        model.encoder(src, ctx_tokens=ctx)
+    chunks = ctxenc_mod.CtxEncEncoder._context_chunks(ctx.eq(1)) if path == "chunked" else []
+    assert len(chunks) == (ctxenc_mod.MAX_CONTEXT_CHUNKS if path == "chunked" else 0)
+    assert sum(reads.values()) == 1 + len(chunks), dict(reads)
+
+
 # ---------------------------------------------------------------------------
 # every grid setting (the document task's context modes), by value
 # ---------------------------------------------------------------------------

@@ -289,6 +289,74 @@ def padded_batch(lengths, *, seed=0, generator=None, left_pad=True, width=None, 
     return out
 
 
+# the aten operations that read a tensor's values into Python or size their
+# output by them: on a GPU each waits for every queued kernel (a device sync)
+_READING_OPS = {"_local_scalar_dense", "nonzero", "masked_select", "unique", "_unique2", "unique_consecutive"}
+
+
+class host_reads:
+    """Counts the reads of tensor values into Python that code under
+    ``package`` makes while the block runs (``with host_reads() as reads``:
+    ``reads`` maps "file:line" to a count): ``bool()``, ``int()``,
+    ``.item()`` (aten's ``_local_scalar_dense``), ``nonzero``, boolean-mask
+    indexing and the other data-dependent shapes, and ``.tolist()``,
+    ``.cpu()``, ``.numpy()``. On a GPU each is a device sync; on CPU they
+    cost nothing, which is why a test must count them. A read is charged to
+    the innermost frame outside torch, so a read inside fairseq called from
+    our code is fairseq's."""
+
+    def __init__(self, package=REPO / "fairseq_ctx"):
+        import collections
+
+        self.package = str(package) + os.sep
+        self.reads = collections.Counter()
+
+    def _charge(self, what):
+        import traceback
+
+        for frame in reversed(traceback.extract_stack()[:-2]):
+            if os.sep + "torch" + os.sep not in frame.filename:
+                if frame.filename.startswith(self.package):
+                    self.reads[f"{os.path.relpath(frame.filename, REPO)}:{frame.lineno} {what}"] += 1
+                return
+
+    def __enter__(self):
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        outer = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                name = func.overloadpacket.__name__
+                if name in _READING_OPS or (name in ("index", "index_put", "index_put_") and any(
+                        t is not None and t.dtype == torch.bool for t in args[1])):
+                    outer._charge(name)
+                return func(*args, **(kwargs or {}))
+
+        self._saved = {m: getattr(torch.Tensor, m) for m in ("tolist", "cpu", "numpy")}
+
+        def patched(method, original):
+            def read(tensor, *args, **kwargs):
+                outer._charge(method)
+                return original(tensor, *args, **kwargs)
+            return read
+
+        for m, original in self._saved.items():
+            setattr(torch.Tensor, m, patched(m, original))
+        self._mode = Mode()
+        self._mode.__enter__()
+        return self.reads
+
+    def __exit__(self, *exc):
+        import torch
+
+        self._mode.__exit__(*exc)
+        for m, original in self._saved.items():
+            setattr(torch.Tensor, m, original)
+        return False
+
+
 def n_params(model):
     return sum(p.numel() for p in model.parameters())
 

@@ -58,7 +58,7 @@ Presets: ``transformer_ctxenc`` (Base), ``transformer_ctxenc_big``
 ``transformer_ctxenc_tiny`` (tests).
 """
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from fairseq.models import register_model, register_model_architecture
@@ -128,12 +128,15 @@ class CtxEncEncoder(TransformerEncoderBase):
             return wrap_layer(CtxEncGatedEncoderLayer(cfg), cfg)
         return super().build_encoder_layer(cfg)
 
-    def _embed(self, tokens: Tensor):
+    def _embed(self, tokens: Tensor, has_pads: Optional[bool] = None):
         """Embedded tokens with padding zeroed, T x B x C, and the padding
-        mask (None when there is no padding, like upstream)."""
+        mask (None when there is no padding, like upstream). ``has_pads``:
+        whether ``tokens`` hold padding, where the caller knows (else read
+        from the device)."""
         mask = tokens.eq(self.padding_idx)
         x, embed = self.forward_embedding(tokens)
-        has_pads = bool(mask.any())
+        if has_pads is None:
+            has_pads = bool(mask.any())
         if has_pads:
             x = x * (1 - mask.unsqueeze(-1).type_as(x))
         return x.transpose(0, 1), embed, (mask if has_pads else None), mask
@@ -193,36 +196,51 @@ class CtxEncEncoder(TransformerEncoderBase):
         bsz, src_len = src_tokens.shape
         if ctx_tokens is None:
             ctx_tokens = src_tokens.new_full((bsz, 1), self.eos)
-        else:
-            # a row of padding only would make the context attention undefined
-            empty = ctx_tokens.eq(self.padding_idx).all(dim=1)
-            if bool(empty.any()):
-                ctx_tokens = ctx_tokens.clone()
-                ctx_tokens[empty, -1] = self.eos
-        # drop columns that are padding in every row (collated batches are
-        # padded to the longest context of the whole batch)
+        src_mask = src_tokens.eq(self.padding_idx)
         ctx_pad = ctx_tokens.eq(self.padding_idx)
+        # a row of padding only would make the context attention undefined:
+        # it gets </s> in its last column
+        empty = ctx_pad.all(dim=1)
+        ctx_pad[:, -1] &= ~empty
+        # columns that are padding in every row are dropped (collated batches
+        # are padded to the longest context of the whole batch)
         real_cols = ~ctx_pad.all(dim=0)
-        if not bool(real_cols.all()):
-            ctx_tokens, ctx_pad = ctx_tokens[:, real_cols], ctx_pad[:, real_cols]
+        ctx_real = (~ctx_pad).sum(dim=1)
+        # what the shapes and paths depend on, read from the device at once
+        # (each read is a device sync on a GPU): three flags, each row's
+        # context length, which columns hold context
+        facts = torch.cat([torch.stack([empty.any(), src_mask.any(), (ctx_real < real_cols.sum()).any()]),
+                           ctx_real, real_cols]).tolist()
+        (any_empty, src_has_pads, ctx_has_pads), lengths, columns = facts[:3], facts[3:3 + bsz], facts[3 + bsz:]
+        if any_empty:
+            ctx_tokens = ctx_tokens.clone()
+            ctx_tokens[:, -1].masked_fill_(empty, self.eos)
+        if not all(columns):
+            kept = [i for i, real in enumerate(columns) if real]
+            # padded on one side (as collated): the columns kept are one run, a view
+            cut = slice(kept[0], kept[-1] + 1) if kept[-1] - kept[0] + 1 == len(kept) else real_cols
+            ctx_tokens, ctx_pad = ctx_tokens[:, cut], ctx_pad[:, cut]
+        src_mask_or_none = src_mask if src_has_pads else None
+        ctx_mask_or_none = ctx_pad if ctx_has_pads else None
         ctx_len = ctx_tokens.size(1)
         longest = max(src_len, ctx_len)
         encoder_states: List[Tensor] = []
         cache = self.state_cache if not (self.training or torch.is_grad_enabled()) else None
-        chunks = None if cache is not None and not return_all_hiddens else self._context_chunks(ctx_pad)
+        chunks = None if cache is not None and not return_all_hiddens else \
+            self._context_chunks(ctx_pad, lengths)
 
         if cache is not None and not return_all_hiddens:
             # each sentence through the shared layers once per run, whether it
             # comes first as a source or as a context (the layers see it alone)
             encoder_embedding = self.embed_scale * self.embed_tokens(src_tokens)  # as forward_embedding's
-            x_src = self._shared_states(cache, src_tokens, src_tokens.ne(self.padding_idx))
-            x_ctx = self._context_top(self._shared_states(cache, ctx_tokens, ~ctx_pad), ctx_tokens)
+            x_src = self._shared_states(cache, src_tokens, ~src_mask)
+            x_ctx = self._context_top(self._shared_states(cache, ctx_tokens, ~ctx_pad), ctx_mask_or_none)
         elif chunks is None and 2 * longest <= JOINT_BATCH_MAX_WASTE * (src_len + ctx_len):
             # right-padding to a common length changes no real position:
             # positions count non-padding tokens and padding is masked
             tokens = torch.cat([self._pad_right(src_tokens, longest, self.padding_idx),
                                 self._pad_right(ctx_tokens, longest, self.padding_idx)], dim=0)
-            x, embed, mask, _ = self._embed(tokens)
+            x, embed, mask, _ = self._embed(tokens, src_has_pads or ctx_has_pads or src_len != ctx_len)
             if return_all_hiddens:
                 encoder_states.append(x[:src_len, :bsz])
             states: Optional[List[Tensor]] = [] if return_all_hiddens else None
@@ -230,29 +248,26 @@ class CtxEncEncoder(TransformerEncoderBase):
             if states is not None:
                 encoder_states.extend(s[:src_len, :bsz] for s in states)
             x_src = x[:src_len, :bsz]
-            x_ctx = self._context_top(x[:ctx_len, bsz:], ctx_tokens)
+            x_ctx = self._context_top(x[:ctx_len, bsz:], ctx_mask_or_none)
             encoder_embedding = embed[:bsz, :src_len]
         else:
-            x_src, encoder_embedding, _, _ = self._embed(src_tokens)
+            x_src, encoder_embedding, _, _ = self._embed(src_tokens, src_has_pads)
             if return_all_hiddens:
                 encoder_states.append(x_src)
-            x_src = self._shared(x_src, self._mask_or_none(src_tokens),
-                                 encoder_states if return_all_hiddens else None)
+            x_src = self._shared(x_src, src_mask_or_none, encoder_states if return_all_hiddens else None)
             if chunks is None:
-                x_ctx = self._encode_context(ctx_tokens)
+                x_ctx = self._encode_context(ctx_tokens, ctx_has_pads)
             else:
                 # rows are independent, so each chunk of similar-length contexts
                 # runs at its own width; states go back to their (row, column)
                 x_ctx = x_src.new_zeros(ctx_len, bsz, x_src.size(-1))
-                for rows in chunks:
-                    cols = (~ctx_pad[rows].all(dim=0)).nonzero().squeeze(1)
+                for rows, shortest in chunks:
+                    cols = (~ctx_pad[rows].all(dim=0)).nonzero().squeeze(1)  # the one read of each chunk
                     x_ctx[cols.unsqueeze(1), rows.unsqueeze(0)] = self._encode_context(
-                        ctx_tokens[rows][:, cols])
+                        ctx_tokens[rows][:, cols], shortest < cols.numel())
 
-        src_mask = src_tokens.eq(self.padding_idx)
         ctx_mask = ctx_pad
-        x = self.layers[-1](x_src, self._mask_or_none(src_tokens), ctx=x_ctx,
-                            ctx_padding_mask=self._mask_or_none(ctx_tokens))
+        x = self.layers[-1](x_src, src_mask_or_none, ctx=x_ctx, ctx_padding_mask=ctx_mask_or_none)
         if return_all_hiddens:
             encoder_states.append(x)
         if self.layer_norm is not None:
@@ -270,9 +285,11 @@ class CtxEncEncoder(TransformerEncoderBase):
             "ctx_padding_mask": [ctx_mask] if return_context else [],  # B x T_ctx
         }
 
-    def _context_top(self, x: Tensor, tokens: Tensor) -> Tensor:
-        """The context encoder's own last layer (and final norm) on shared-layer states."""
-        x = self.ctx_layer(x, encoder_padding_mask=self._mask_or_none(tokens))
+    def _context_top(self, x: Tensor, mask: Optional[Tensor]) -> Tensor:
+        """The context encoder's own last layer (and final norm) on
+        shared-layer states; ``mask``: the context's padding mask, None
+        without padding."""
+        x = self.ctx_layer(x, encoder_padding_mask=mask)
         if self.ctx_layer_norm is not None:
             x = self.ctx_layer_norm(x)
         return x
@@ -312,39 +329,43 @@ class CtxEncEncoder(TransformerEncoderBase):
             self.state_cache.clear()
         return super()._load_from_state_dict(*args, **kwargs)
 
-    def _encode_context(self, tokens: Tensor) -> Tensor:
+    def _encode_context(self, tokens: Tensor, has_pads: Optional[bool] = None) -> Tensor:
         """Context encoder: B x T_ctx tokens -> T_ctx x B x C."""
-        x, _, mask, _ = self._embed(tokens)
-        return self._context_top(self._shared(x, mask), tokens)
+        x, _, mask, _ = self._embed(tokens, has_pads)
+        return self._context_top(self._shared(x, mask), mask)
 
     @staticmethod
-    def _context_chunks(ctx_pad: Tensor) -> Optional[List[Tensor]]:
-        """Row groups of similar context length, or None for one pass.
+    def _context_chunks(ctx_pad: Tensor, lengths: Optional[List[int]] = None
+                        ) -> Optional[List[Tuple[Tensor, int]]]:
+        """Row groups of similar context length, each with the shortest
+        context length among its rows, or None for one pass.
 
         A batch is sorted by *source* length, so its contexts have all sorts
         of lengths and padding would be most of the context tensor (58% on
         the Bible corpus with --max-tokens 4096).  When real tokens fill less
         than CONTEXT_MIN_FILL of it, rows are sorted by context length and cut
         into the fewest equal-count groups (at most MAX_CONTEXT_CHUNKS) that
-        reach that fill."""
+        reach that fill. ``lengths``: each row's context length, where the
+        caller has read them (the rule is worked out on the host; the rows
+        are sorted on the device, where they are used)."""
         bsz, width = ctx_pad.shape
-        lengths = (~ctx_pad).sum(dim=1)
-        real = int(lengths.sum())
+        if lengths is None:
+            lengths = (~ctx_pad).sum(dim=1).tolist()
+        real = sum(lengths)
         if bsz < 2 * MIN_CHUNK_ROWS or real >= CONTEXT_MIN_FILL * bsz * width:
             return None
-        sorted_lengths, order = lengths.sort(descending=True)
-        best = None
+        ordered = sorted(lengths, reverse=True)
+        starts: List[int] = []
         for k in range(2, min(MAX_CONTEXT_CHUNKS, bsz // MIN_CHUNK_ROWS) + 1):
-            parts = torch.tensor_split(torch.arange(bsz, device=ctx_pad.device), k)
-            padded = sum(len(p) * int(sorted_lengths[p[0]]) for p in parts)
-            best = [order[p] for p in parts]
+            q, r = divmod(bsz, k)  # torch.tensor_split's cut: the first r groups one row longer
+            starts = [i * q + min(i, r) for i in range(k + 1)]
+            padded = sum((b - a) * ordered[a] for a, b in zip(starts, starts[1:]))
             if real >= CONTEXT_MIN_FILL * padded:
                 break
-        return best
-
-    def _mask_or_none(self, tokens: Tensor) -> Optional[Tensor]:
-        mask = tokens.eq(self.padding_idx)
-        return mask if bool(mask.any()) else None
+        # the device's order has the same lengths at each position as
+        # ``ordered`` (ties may be ordered otherwise, which changes no length)
+        order = (~ctx_pad).sum(dim=1).sort(descending=True)[1]
+        return [(order[a:b], ordered[b - 1]) for a, b in zip(starts, starts[1:])]
 
     @torch.jit.export
     def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
