@@ -1035,7 +1035,7 @@ def test_ctxsan_without_gates_trains_ctxsan_with_the_flag_and_is_paired_with_ctx
     """Footnote 1's ablation: the study's ctxsan with --ctxsan-no-gate,
     compared with ctxsan of its seed alone (the delta is the gates'); at a
     budget of its own (RUN@N), with ctxsan at that budget."""
-    from fairseq_ctx.study.report import _baseline_key, baselines_of
+    from fairseq_ctx.study.report import _baseline_key, baselines_of, markdown_table, summary
     from fairseq_ctx.study.runs import by_name
     from fairseq_ctx.study.train import train_command
 
@@ -1052,6 +1052,14 @@ def test_ctxsan_without_gates_trains_ctxsan_with_the_flag_and_is_paired_with_ctx
     rec = {"name": rung.name, "seed": 1, "control": rung.control, "rung_of": rung.rung_of, "budget": 8000}
     assert baselines_of(rec) == ["transformer_ctxsan-8000"]
     assert _baseline_key(rec, "transformer_ctxsan-8000") == "transformer_ctxsan"
+    # the table shows the pairing in its control column, at the study's budget and at its own
+    for suffix, extra in (("", {}), ("-8000", {"rung_of": "transformer_ctxsan-no-gate", "budget": 8000})):
+        paired = dict(name=f"transformer_ctxsan-no-gate{suffix}", label="no gate", seed=1, bleu=20.0,
+                      control=f"transformer_ctxsan{suffix}", usage={"context_test": {}, "cxmi": {}},
+                      vs={"transformer_ctxsan": {"run": f"transformer_ctxsan{suffix}", "delta_bleu": -1.25,
+                                                 "p_value": 0.01}}, **extra)
+        row = markdown_table([paired], summary([paired])).splitlines()[-1]
+        assert row.endswith("| -1.25, ahead in 0/1 (p < 0.05: 1 behind) |"), row
 
 
 @pytest.mark.unit

@@ -291,7 +291,8 @@ def padded_batch(lengths, *, seed=0, generator=None, left_pad=True, width=None, 
 
 # the aten operations that read a tensor's values into Python or size their
 # output by them: on a GPU each waits for every queued kernel (a device sync)
-_READING_OPS = {"_local_scalar_dense", "nonzero", "masked_select", "unique", "_unique2", "unique_consecutive"}
+_READING_OPS = {"_local_scalar_dense", "nonzero", "masked_select", "unique", "_unique2", "unique_consecutive",
+                "equal", "is_nonzero"}
 
 
 class host_reads:
@@ -308,7 +309,7 @@ class host_reads:
     def __init__(self, package=REPO / "fairseq_ctx"):
         import collections
 
-        self.package = str(package) + os.sep
+        self.package = os.path.realpath(package) + os.sep
         self.reads = collections.Counter()
 
     def _charge(self, what):
@@ -316,8 +317,9 @@ class host_reads:
 
         for frame in reversed(traceback.extract_stack()[:-2]):
             if os.sep + "torch" + os.sep not in frame.filename:
-                if frame.filename.startswith(self.package):
-                    self.reads[f"{os.path.relpath(frame.filename, REPO)}:{frame.lineno} {what}"] += 1
+                path = os.path.realpath(frame.filename)  # as the package's (a symlinked checkout)
+                if path.startswith(self.package):
+                    self.reads[f"{os.path.relpath(path, REPO)}:{frame.lineno} {what}"] += 1
                 return
 
     def __enter__(self):
@@ -345,15 +347,24 @@ class host_reads:
         for m, original in self._saved.items():
             setattr(torch.Tensor, m, patched(m, original))
         self._mode = Mode()
-        self._mode.__enter__()
+        try:
+            self._mode.__enter__()
+        except BaseException:
+            self._restore()
+            raise
         return self.reads
 
-    def __exit__(self, *exc):
+    def _restore(self):
         import torch
 
-        self._mode.__exit__(*exc)
         for m, original in self._saved.items():
             setattr(torch.Tensor, m, original)
+
+    def __exit__(self, *exc):
+        try:
+            self._mode.__exit__(*exc)
+        finally:
+            self._restore()
         return False
 
 

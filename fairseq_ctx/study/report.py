@@ -205,7 +205,8 @@ def markdown_table(records: List[Dict], summary: Dict[str, Dict]) -> str:
     sd over seeds; and the paired deltas against each baseline with wins.
     A family with a ``control`` (GRET) is compared with it alone, in the
     last column (:func:`baselines_of`)."""
-    controls = {family(rec["name"]): family(rec["control"]) for rec in records if rec.get("control")}
+    # keyed as pair_all keeps the pairing (a control at a budget of its own under its study family)
+    controls = {family(rec["name"]): _baseline_key(rec, rec["control"]) for rec in records if rec.get("control")}
     head = ["run", "seeds", "params", "BLEU", "chrF", "valid loss", "context test", "he / she", "CXMI bits",
             "Δ BLEU vs baseline", "Δ BLEU vs FFN-768"] + (["Δ BLEU vs its control"] if controls else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
