@@ -1048,6 +1048,12 @@ def test_ctxsan_without_gates_trains_ctxsan_with_the_flag_and_is_paired_with_ctx
     assert cmd.count("--ctxsan-no-gate") == 1 and cmd[cmd.index("--arch") + 1] == "transformer_ctxsan"
     rec = {"name": ablation.name, "seed": 1, "control": ablation.control, "budget": 4000}
     assert baselines_of(rec) == ["transformer_ctxsan"]
+    # seeds 1-3, each paired with ctxsan of its seed
+    seeds = by_name(["transformer_ctxsan-no-gate-seed2", "transformer_ctxsan-no-gate-seed3"])
+    assert [(run.seed, run.control, run.model_flags) for run in seeds] == [
+        (2, "transformer_ctxsan-seed2", ["--ctxsan-no-gate"]), (3, "transformer_ctxsan-seed3", ["--ctxsan-no-gate"])]
+    assert [run.name for run in runs.RUNS][-3:] == ["transformer_ctxsan-no-gate", "transformer_ctxsan-no-gate-seed2",
+                                                   "transformer_ctxsan-no-gate-seed3"]
     rung = by_name(["transformer_ctxsan-no-gate@8000"])[0]
     rec = {"name": rung.name, "seed": 1, "control": rung.control, "rung_of": rung.rung_of, "budget": 8000}
     assert baselines_of(rec) == ["transformer_ctxsan-8000"]

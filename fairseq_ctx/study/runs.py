@@ -189,11 +189,15 @@ RUNS = [run for seed in SEEDS for run in (
     # that what a restart alone gives is not credited to GRET's modules
     Run("transformer-continued", "transformer", warm_start="transformer",
         label="Transformer, continued (GRET's control)"),
+] + [
     # Yang et al.'s footnote 1 (-5.23 BLEU without {λ_Q, λ_K}): ctxsan as
     # the study trains it with the gates taken out, paired with ctxsan of
-    # the same seed, so that the delta is the gates' alone
-    Run("transformer_ctxsan-no-gate", "transformer_ctxsan", model_flags=["--ctxsan-no-gate"],
-        control="transformer_ctxsan", label="CSAN without its gates (Yang's footnote 1)"),
+    # the same seed, so that the delta is the gates' alone; seeds 1-3, as
+    # the family it is compared with
+    _seeded("transformer_ctxsan-no-gate", "transformer_ctxsan", seed, model_flags=["--ctxsan-no-gate"],
+            control=_seeded("transformer_ctxsan", "transformer_ctxsan", seed).name,
+            label="CSAN without its gates (Yang's footnote 1)")
+    for seed in SEEDS
 ]
 
 
