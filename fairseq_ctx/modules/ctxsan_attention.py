@@ -311,11 +311,11 @@ class ContextAwareSelfAttention(Readout, nn.Module):
           zero rows that make ``3C + n + p`` a multiple of 8 (alignment only);
         * per context part ``[U; V^C U]``: ``(n*C + n) x d_c`` (``C U V^C = C (U V^C)``).
         """
-        d, n = self.embed_dim, len(self.mixed_qk)
-        lo, hi = self.mixed_qk[0] * d, (self.mixed_qk[-1] + 1) * d
         w, b = self.in_proj.weight, self.in_proj.bias
         if not self.gated:
             return w, b, {p: self.ctx_proj[p.replace("-", "_")].weight for p in self.parts}
+        d, n = self.embed_dim, len(self.mixed_qk)
+        lo, hi = self.mixed_qk[0] * d, (self.mixed_qk[-1] + 1) * d
         w_gate = torch.bmm(self.gate_h.unsqueeze(1), w[lo:hi].view(n, d, d)).squeeze(1)  # n x C
         b_gate = (self.gate_h * b[lo:hi].view(n, d)).sum(-1)  # n
         ctx: Dict[str, Tensor] = {}
