@@ -339,10 +339,10 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
 # Reads of tensor values into Python by our code (a device sync each on a
 # GPU) in one training forward of the encoder, per architecture; none
 # elsewhere. The context encoder reads once what its shapes depend on
-# (empty contexts, padding-only columns, whether there is padding, the
-# context lengths for its chunking rule), and once more per chunk where it
-# splits the batch by context length, which this batch does not
-# (tests/test_ctxenc.py).
+# (empty contexts, padding-only columns, whether there is padding and on
+# which side, the context lengths for its chunking rule); only contexts
+# padded on both sides make it read once more per chunk where it splits the
+# batch by context length (tests/test_ctxenc.py).
 ENCODER_READS = {"transformer_ctxenc": 1}
 
 

@@ -207,18 +207,24 @@ class CtxEncEncoder(TransformerEncoderBase):
         real_cols = ~ctx_pad.all(dim=0)
         ctx_real = (~ctx_pad).sum(dim=1)
         # what the shapes and paths depend on, read from the device at once
-        # (each read is a device sync on a GPU): three flags, each row's
-        # context length, which columns hold context
-        facts = torch.cat([torch.stack([empty.any(), src_mask.any(), (ctx_real < real_cols.sum()).any()]),
+        # (each read is a device sync on a GPU): five flags (the last two:
+        # no padding after context / before it, i.e. padded on the left /
+        # right only), each row's context length, which columns hold context
+        facts = torch.cat([torch.stack([empty.any(), src_mask.any(), (ctx_real < real_cols.sum()).any(),
+                                        ~(ctx_pad[:, 1:] & ~ctx_pad[:, :-1]).any(),
+                                        ~(~ctx_pad[:, 1:] & ctx_pad[:, :-1]).any()]),
                            ctx_real, real_cols]).tolist()
-        (any_empty, src_has_pads, ctx_has_pads), lengths, columns = facts[:3], facts[3:3 + bsz], facts[3 + bsz:]
+        (any_empty, src_has_pads, ctx_has_pads, left_padded, right_padded), lengths, columns = \
+            facts[:5], facts[5:5 + bsz], facts[5 + bsz:]
         if any_empty:
             ctx_tokens = ctx_tokens.clone()
             ctx_tokens[:, -1].masked_fill_(empty, self.eos)
         if not all(columns):
             kept = [i for i, real in enumerate(columns) if real]
-            # padded on one side (as collated): the columns kept are one run, a view
-            cut = slice(kept[0], kept[-1] + 1) if kept[-1] - kept[0] + 1 == len(kept) else real_cols
+            # padded on one side (as collated): the columns kept are one run, a
+            # view; else their indices, copied to the device (no read back)
+            cut = slice(kept[0], kept[-1] + 1) if kept[-1] - kept[0] + 1 == len(kept) else \
+                torch.tensor(kept, device=ctx_tokens.device)
             ctx_tokens, ctx_pad = ctx_tokens[:, cut], ctx_pad[:, cut]
         src_mask_or_none = src_mask if src_has_pads else None
         ctx_mask_or_none = ctx_pad if ctx_has_pads else None
@@ -227,7 +233,7 @@ class CtxEncEncoder(TransformerEncoderBase):
         encoder_states: List[Tensor] = []
         cache = self.state_cache if not (self.training or torch.is_grad_enabled()) else None
         chunks = None if cache is not None and not return_all_hiddens else \
-            self._context_chunks(ctx_pad, lengths)
+            self._context_chunks(ctx_pad, lengths, ctx_real)
 
         if cache is not None and not return_all_hiddens:
             # each sentence through the shared layers once per run, whether it
@@ -261,10 +267,15 @@ class CtxEncEncoder(TransformerEncoderBase):
                 # rows are independent, so each chunk of similar-length contexts
                 # runs at its own width; states go back to their (row, column)
                 x_ctx = x_src.new_zeros(ctx_len, bsz, x_src.size(-1))
-                for rows, shortest in chunks:
-                    cols = (~ctx_pad[rows].all(dim=0)).nonzero().squeeze(1)  # the one read of each chunk
-                    x_ctx[cols.unsqueeze(1), rows.unsqueeze(0)] = self._encode_context(
-                        ctx_tokens[rows][:, cols], shortest < cols.numel())
+                for rows, longest_row, shortest in chunks:
+                    if left_padded or right_padded:
+                        # padded on one side: the chunk's context is its longest row's columns
+                        cols = slice(ctx_len - longest_row, ctx_len) if left_padded else slice(0, longest_row)
+                        x_ctx[cols, rows] = self._encode_context(ctx_tokens[rows, cols], shortest < longest_row)
+                    else:
+                        cols = (~ctx_pad[rows].all(dim=0)).nonzero().squeeze(1)  # a read of the device
+                        x_ctx[cols.unsqueeze(1), rows.unsqueeze(0)] = self._encode_context(
+                            ctx_tokens[rows][:, cols], shortest < cols.numel())
 
         ctx_mask = ctx_pad
         x = self.layers[-1](x_src, src_mask_or_none, ctx=x_ctx, ctx_padding_mask=ctx_mask_or_none)
@@ -335,10 +346,10 @@ class CtxEncEncoder(TransformerEncoderBase):
         return self._context_top(self._shared(x, mask), mask)
 
     @staticmethod
-    def _context_chunks(ctx_pad: Tensor, lengths: Optional[List[int]] = None
-                        ) -> Optional[List[Tuple[Tensor, int]]]:
-        """Row groups of similar context length, each with the shortest
-        context length among its rows, or None for one pass.
+    def _context_chunks(ctx_pad: Tensor, lengths: Optional[List[int]] = None, ctx_real: Optional[Tensor] = None
+                        ) -> Optional[List[Tuple[Tensor, int, int]]]:
+        """Row groups of similar context length, each with the longest and
+        the shortest context length among its rows, or None for one pass.
 
         A batch is sorted by *source* length, so its contexts have all sorts
         of lengths and padding would be most of the context tensor (58% on
@@ -346,11 +357,14 @@ class CtxEncEncoder(TransformerEncoderBase):
         than CONTEXT_MIN_FILL of it, rows are sorted by context length and cut
         into the fewest equal-count groups (at most MAX_CONTEXT_CHUNKS) that
         reach that fill. ``lengths``: each row's context length, where the
-        caller has read them (the rule is worked out on the host; the rows
-        are sorted on the device, where they are used)."""
+        caller has read them, and ``ctx_real`` the same on the device (the
+        rule is worked out on the host; the rows are sorted on the device,
+        where they are used)."""
         bsz, width = ctx_pad.shape
+        if ctx_real is None:
+            ctx_real = (~ctx_pad).sum(dim=1)
         if lengths is None:
-            lengths = (~ctx_pad).sum(dim=1).tolist()
+            lengths = ctx_real.tolist()
         real = sum(lengths)
         if bsz < 2 * MIN_CHUNK_ROWS or real >= CONTEXT_MIN_FILL * bsz * width:
             return None
@@ -364,8 +378,8 @@ class CtxEncEncoder(TransformerEncoderBase):
                 break
         # the device's order has the same lengths at each position as
         # ``ordered`` (ties may be ordered otherwise, which changes no length)
-        order = (~ctx_pad).sum(dim=1).sort(descending=True)[1]
-        return [(order[a:b], ordered[b - 1]) for a, b in zip(starts, starts[1:])]
+        order = ctx_real.sort(descending=True)[1]
+        return [(order[a:b], ordered[a], ordered[b - 1]) for a, b in zip(starts, starts[1:])]
 
     @torch.jit.export
     def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order):
