@@ -308,6 +308,34 @@ def test_interactive_aligns_the_sentence_it_keeps(two_to_two, tmp_path, monkeypa
         assert sorted(int(p.split("-")[1]) for p in pairs[i].split()) == list(range(len(hyp.split()))), i
 
 
+def test_keep_last_sentence_cuts_every_hypothesis_after_one_read():
+    """Each hypothesis keeps what follows its last <sep> (tokens, positional
+    scores, alignment pairs renumbered), one without a separator stays
+    whole, and the whole batch's cuts are read from the device at once (a
+    sync on a GPU), not once per hypothesis."""
+    from types import SimpleNamespace
+
+    from tests.utils import host_reads, toy_dictionary
+
+    d = toy_dictionary()
+    sep = d.add_symbol("<sep>")
+    setup = SimpleNamespace(tgt_dict=d, tgt_sep=sep, left_pad_target=False)
+    rows = [[5, sep, 6, 7, 2], [5, 6, 2], [sep, 8, sep, 9, 10, 11, 2], [sep, 2]]
+    hypos = [[{"tokens": torch.tensor(r), "positional_scores": torch.arange(len(r)) / 10,
+               "alignment": [(0, t) for t in range(len(r) - 1)], "score": -1.0} for r in rows[:2]],
+             [{"tokens": torch.tensor(r), "positional_scores": torch.arange(len(r)) / 10,
+               "alignment": [(1, t) for t in range(len(r) - 1)], "score": -2.0} for r in rows[2:]]]
+    with host_reads() as reads:
+        document_decoding.DocumentDecoding.keep_last_sentence(SimpleNamespace(setup=setup), {}, hypos)
+    assert sum(reads.values()) == 1, dict(reads)
+    flat = [h for beam in hypos for h in beam]
+    for h, row, cut, src in zip(flat, rows, [2, 0, 3, 1], [0, 0, 1, 1]):
+        assert h["tokens"].tolist() == row[cut:]
+        assert torch.equal(h["positional_scores"], torch.arange(len(row))[cut:] / 10)
+        assert h["alignment"] == [(src, t - cut) for t in range(cut, len(row) - 1)]
+    assert [h["score"] for h in flat] == [-1.0, -1.0, -2.0, -2.0]  # the whole output's
+
+
 # ---------------------------------------------------------------------------
 # source-context models: unchanged
 # ---------------------------------------------------------------------------

@@ -258,11 +258,16 @@ class DocumentDecoding(object):
         prints and scores against) is cut the same way, in place."""
         tgt = self.setup.tgt_dict
         sep, pad, eos = self.setup.tgt_sep, tgt.pad(), tgt.eos()
-        for beam in hypos:
-            for h in beam:
-                seps = h["tokens"].eq(sep).nonzero()
-                if len(seps):
-                    cut = int(seps[-1]) + 1
+        flat = [h for beam in hypos for h in beam]
+        if flat:
+            # where each hypothesis's last sentence starts (0: no separator),
+            # read from the device once for the batch (a sync on a GPU)
+            tokens = torch.nn.utils.rnn.pad_sequence([h["tokens"] for h in flat], batch_first=True,
+                                                     padding_value=pad)  # N x T
+            after = torch.arange(1, tokens.size(1) + 1, device=tokens.device)
+            starts = (tokens.eq(sep) * after).amax(dim=1).tolist() if tokens.size(1) else [0] * len(flat)
+            for h, cut in zip(flat, starts):
+                if cut:
                     h["tokens"] = h["tokens"][cut:]
                     h["positional_scores"] = h["positional_scores"][cut:]
                     alignment = h.get("alignment")  # --print-alignment: of the kept tokens only
