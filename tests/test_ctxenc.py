@@ -179,14 +179,19 @@ def test_encoder_matches_gated_mixture_written_out(pre_norm):
 
 
 def _contexts_padded(side):
-    """Six contexts of 1-9 tokens at width 11 (2 columns of padding only),
-    padded on the left (as collated), on the right, or on the right with a
-    row of padding only, whose </s> goes in the last column: padding on both
-    sides, and the columns holding context not one run."""
+    """Six contexts of 1-9 tokens at width 11, padded on the left (as
+    collated) with a row of padding only, whose </s> goes in the last
+    column (the first sentence of a document; 3 columns of padding only),
+    on the right (2), or on the right with a row of padding only: padding
+    on both sides, and the columns holding context not one run."""
     ctx = padded_batch([3, 9, 1, 5, 2, 8], seed=7, width=11, vocab=WORDS, left_pad=side == "left")
-    if side == "both":
-        ctx[2] = 1
+    if side != "right":
+        ctx[1 if side == "left" else 2] = 1
     return ctx
+
+
+def _real_columns(ctx):
+    return ctx[:, ctx.ne(1).any(dim=0)]
 
 
 @pytest.mark.unit
@@ -212,10 +217,10 @@ def test_shared_pass_strategies_agree(monkeypatch, path, side):
     monkeypatch.setattr(ctxenc_mod, "CONTEXT_MIN_FILL", 1.01 if path == "chunked" else 0.0)
     monkeypatch.setattr(ctxenc_mod, "JOINT_BATCH_MAX_WASTE", 100.0 if path == "joint" else 0.0)
     if path == "chunked":
-        assert len(ctxenc_mod.CtxEncEncoder._context_chunks(ctx[:, 2:].eq(1))) == 4
+        assert len(ctxenc_mod.CtxEncEncoder._context_chunks(_real_columns(ctx).eq(1))) == 4
     out, grad = run()
     mask = out["ctx_padding_mask"][0]
-    assert mask.shape == (6, 10 if side == "both" else 9)
+    assert mask.shape == (6, {"left": 8, "right": 9, "both": 10}[side])
     real = (~mask).t().unsqueeze(-1)
     assert torch.allclose(out["ctx_out"][0] * real, reference["ctx_out"][0] * real, atol=1e-5)
     for x, y in zip(out["encoder_states"], reference["encoder_states"]):
@@ -237,8 +242,6 @@ def test_the_encoder_reads_the_device_once(monkeypatch, path, side):
 
     src = padded_batch([7, 4, 6, 7, 5, 3], seed=6, vocab=WORDS)
     ctx = _contexts_padded(side)
-    if side == "left":
-        ctx[1] = 1  # a row of padding only: it gets </s>, on the padded side's far end
     if path == "chunked":
         monkeypatch.setattr(ctxenc_mod, "MIN_CHUNK_ROWS", 1)
         monkeypatch.setattr(ctxenc_mod, "CONTEXT_MIN_FILL", 1.01)
@@ -246,7 +249,7 @@ def test_the_encoder_reads_the_device_once(monkeypatch, path, side):
     model = tiny_model("ctxenc").train()
     with host_reads() as reads:
         model.encoder(src, ctx_tokens=ctx)
-    chunks = ctxenc_mod.CtxEncEncoder._context_chunks(ctx.eq(1)) if path == "chunked" else []
+    chunks = ctxenc_mod.CtxEncEncoder._context_chunks(_real_columns(ctx).eq(1)) if path == "chunked" else []
     assert len(chunks) == (ctxenc_mod.MAX_CONTEXT_CHUNKS if path == "chunked" else 0)
     assert sum(reads.values()) == 1 + (len(chunks) if side == "both" else 0), dict(reads)
 

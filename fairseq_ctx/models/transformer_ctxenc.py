@@ -222,9 +222,10 @@ class CtxEncEncoder(TransformerEncoderBase):
         if not all(columns):
             kept = [i for i, real in enumerate(columns) if real]
             # padded on one side (as collated): the columns kept are one run, a
-            # view; else their indices, copied to the device (no read back)
+            # view; else their indices, in order, found on the device (a copy
+            # of ``kept`` from pageable host memory would wait for the device)
             cut = slice(kept[0], kept[-1] + 1) if kept[-1] - kept[0] + 1 == len(kept) else \
-                torch.tensor(kept, device=ctx_tokens.device)
+                torch.argsort((~real_cols).to(torch.uint8), stable=True)[:len(kept)]
             ctx_tokens, ctx_pad = ctx_tokens[:, cut], ctx_pad[:, cut]
         src_mask_or_none = src_mask if src_has_pads else None
         ctx_mask_or_none = ctx_pad if ctx_has_pads else None

@@ -263,7 +263,7 @@ class DocumentDecoding(object):
             # where each hypothesis's last sentence starts (0: no separator),
             # read from the device once for the batch (a sync on a GPU)
             tokens = torch.nn.utils.rnn.pad_sequence([h["tokens"] for h in flat], batch_first=True,
-                                                     padding_value=pad)  # N x T
+                                                     padding_value=-1)  # N x T; -1: no symbol, not even sep
             after = torch.arange(1, tokens.size(1) + 1, device=tokens.device)
             starts = (tokens.eq(sep) * after).amax(dim=1).tolist() if tokens.size(1) else [0] * len(flat)
             for h, cut in zip(flat, starts):
