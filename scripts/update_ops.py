@@ -22,6 +22,11 @@ docids does (the tests use a toy one). bfloat16 runs fairseq's
 fairseq's parser derives from ``--bf16``, is turned off as on a GPU).
 
     python3 scripts/update_ops.py data/bible/bin --json benchmarks/update-ops.json
+
+``--decoding-step`` counts one incremental decoding step instead (the
+third, as fairseq's beam search calls the model: decoder and log-softmax,
+no autograd), of every architecture and decoder-side option
+(``STEP_VARIANTS``, the catalogue's names).
 """
 import argparse
 import collections
@@ -75,8 +80,9 @@ def build_trainer(argv):
     return trainer, next(iter(batches))
 
 
-def count_update(trainer, sample):
-    """{"total", "after_backward", "ops"} of one ``trainer.train_step([sample])``."""
+def _counter():
+    """A ``TorchDispatchMode`` counting non-view operations, in ``before``
+    until fairseq's ``reduce-grads`` marker and in ``after`` from it."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Count(TorchDispatchMode):
@@ -92,7 +98,12 @@ def count_update(trainer, sample):
                 (self.after if self.backward_done else self.before)[str(func.overloadpacket)] += 1
             return func(*args, **(kwargs or {}))
 
-    with Count() as count:
+    return Count()
+
+
+def count_update(trainer, sample):
+    """{"total", "after_backward", "ops"} of one ``trainer.train_step([sample])``."""
+    with _counter() as count:
         trainer.train_step([sample])
     after = sum(count.after.values())
     return {"total": sum(count.before.values()) + after, "after_backward": after,
@@ -107,6 +118,38 @@ def measure(data_bin, arch, precision="fp32", optimizer="adam_foreach"):
     return result
 
 
+# the catalogue's variants (fairseq_ctx.architectures) whose decoding step is
+# measured: every architecture, and each decoder-side option of one
+STEP_VARIANTS = ("transformer", "ctxsan", "ctxsan_both", "dc", "dc_full", "gret", "ctxenc")
+
+
+def measure_step(data_bin, name, step=3):
+    """{"total", "ops"} of one incremental decoding step (the ``step``-th)
+    of the catalogue variant ``name`` at the study's size, in eval mode
+    without autograd, as fairseq's beam search calls it
+    (``EnsembleModel.forward_decoder``: the decoder and the log-softmax;
+    the search's own bookkeeping, the same for every model, left out), on
+    the first training batch with its reference prefix."""
+    import torch
+    from fairseq.sequence_generator import EnsembleModel
+
+    from fairseq_ctx.architectures import variant
+
+    v = variant(name)
+    trainer, sample = build_trainer(trainer_args(data_bin, v.arch, extra=v.flags))
+    ensemble = EnsembleModel([trainer.model]).eval()
+    net_input = {k: x for k, x in sample["net_input"].items() if k != "prev_output_tokens"}
+    prefix = sample["net_input"]["prev_output_tokens"]
+    states = [{}]  # one incremental state per model
+    with torch.no_grad():
+        encoder_outs = ensemble.forward_encoder(net_input)
+        for t in range(1, step + 1):
+            count = _counter()
+            with count:
+                ensemble.forward_decoder(prefix[:, :t], encoder_outs, states)
+    return {"total": sum(count.before.values()), "ops": dict(count.before.most_common())}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,6 +157,8 @@ def main(argv=None):
     parser.add_argument("--archs", nargs="+", default=list(ARCHS), choices=ARCHS)
     parser.add_argument("--precision", nargs="+", default=list(PRECISIONS), choices=("fp32", "bf16", "fp16"))
     parser.add_argument("--optimizers", nargs="+", default=list(OPTIMIZERS), choices=OPTIMIZERS)
+    parser.add_argument("--decoding-step", action="store_true",
+                        help="count one incremental decoding step of each of STEP_VARIANTS instead")
     parser.add_argument("--json", help="write the counts here")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.data_bin):
@@ -125,8 +170,17 @@ def main(argv=None):
 
     fairseq_ctx.register()
     rows = []
-    print("| architecture | precision | optimizer | parameter tensors | ops per update | after backward |")
-    print("|---|---|---|---|---|---|")
+    if args.decoding_step:
+        print("| variant | ops per decoding step |")
+        print("|---|---|")
+        for name in STEP_VARIANTS:
+            r = measure_step(args.data_bin, name)
+            rows.append({"variant": name, **r})
+            print(f"| {name} | {r['total']:,} |", flush=True)
+        args.archs = []
+    else:
+        print("| architecture | precision | optimizer | parameter tensors | ops per update | after backward |")
+        print("|---|---|---|---|---|---|")
     for arch in args.archs:
         for precision in args.precision:
             for optimizer in args.optimizers:

@@ -203,7 +203,9 @@ def test_attention_matches_equations_5_to_7(context):
 def test_eval_time_folding_equals_training_time_and_follows_parameter_changes(context):
     """Without autograd in eval mode the folded gate weights are kept between
     calls (decoding steps); outputs equal the training-time computation (fold
-    on every call, autograd on) to 1e-6, and an optimizer step, an in-place
+    on every call, autograd on) to 4e-6 (without autograd a multi-block
+    context is one GEMM on the concatenated blocks, with it one per block:
+    another summation order), and an optimizer step, an in-place
     write or load_state_dict, made while the module stays in eval mode, is
     seen at the next call."""
     torch.manual_seed(0)
@@ -231,8 +233,8 @@ def test_eval_time_folding_equals_training_time_and_follows_parameter_changes(co
         cached = att._fold_cache
         second = att(x, history=hist)[0]
     assert cached is not None and att._fold_cache is cached  # reused, not refolded
-    torch.testing.assert_close(first, reference, atol=1e-6, rtol=0)
-    torch.testing.assert_close(second, reference, atol=1e-6, rtol=0)
+    torch.testing.assert_close(first, reference, atol=4e-6, rtol=0)
+    torch.testing.assert_close(second, reference, atol=4e-6, rtol=0)
 
     # an optimizer step in eval mode (no train()/eval() call to drop the cache)
     opt = torch.optim.Adam(att.parameters(), lr=0.05)
@@ -242,12 +244,12 @@ def test_eval_time_folding_equals_training_time_and_follows_parameter_changes(co
         after_step = att(x, history=hist)[0]
     assert att._fold_cache is not cached
     assert (after_step - first).abs().max() > 1e-3
-    torch.testing.assert_close(after_step, training_time(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(after_step, training_time(), atol=4e-6, rtol=0)
 
     with torch.no_grad():
         att.gate_c.zero_()  # an in-place write to one gate vector only
         zeroed = att(x, history=hist)[0]
-    torch.testing.assert_close(zeroed, training_time(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(zeroed, training_time(), atol=4e-6, rtol=0)
 
     att.load_state_dict(initial)
     with torch.no_grad():

@@ -262,6 +262,23 @@ def test_update_ops_within_budget(arch, doc_corpus):
         assert r["after_backward"] < r["parameters"], (arch, precision, r["after_backward"])
 
 
+# Non-view ATen operations of one incremental decoding step at the study's
+# size (scripts/update_ops.py --decoding-step; docs/benchmarks.md), with the
+# same room: each is a kernel launch per generated token on a GPU.
+STEP_BUDGET = {"transformer": 105, "ctxsan": 105, "ctxsan_both": 127, "dc": 105, "dc_full": 142, "gret": 110,
+               "ctxenc": 105}
+
+
+def test_decoding_step_ops_within_budget(doc_corpus):
+    """One decoding step of every architecture and decoder-side option
+    within its budget (ctxsan's decoder-side context made 132 before its
+    blocks were projected by one GEMM without autograd)."""
+    update_ops = _update_ops()
+    assert set(STEP_BUDGET) == set(update_ops.STEP_VARIANTS)
+    totals = {name: update_ops.measure_step(str(doc_corpus[1]), name)["total"] for name in STEP_BUDGET}
+    assert all(totals[name] <= budget for name, budget in STEP_BUDGET.items()), totals
+
+
 # the profiler's names of a kernel launch (runtime and driver API)
 LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
 

@@ -404,6 +404,12 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             else:  # deep
                 blocks = history.states[:l - 1]  # Eq. 9: [H^1; ...; H^{l-1}]
             w = ctx_weights[p]  # (n*C + n) x d_c (n*C x d_c without gates), d_c = len(blocks) * C
+            if len(blocks) > 1 and not torch.is_grad_enabled():
+                # nothing kept for a backward: one GEMM on the concatenation
+                # (an incremental step launches 2 operations, not 2k - 1)
+                y = F.linear(torch.cat(blocks, dim=-1), w)  # (1|T) x B x (n*C [+ n])
+                out = y if out is None else out + y
+                continue
             # [c_1 ... c_k] W^T = sum_j c_j W_j^T with W_j the j-th C columns:
             # the same products as on the concatenation, without copying the
             # k blocks into a (1|T) x B x kC tensor that autograd would keep
