@@ -413,12 +413,15 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             # [c_1 ... c_k] W^T = sum_j c_j W_j^T with W_j the j-th C columns:
             # the same products as on the concatenation, without copying the
             # k blocks into a (1|T) x B x kC tensor that autograd would keep
-            # until backward (the blocks themselves are kept anyway)
-            for j, c in enumerate(blocks):
-                y = F.linear(c, w[:, j * d:(j + 1) * d])  # (1|T) x B x (n*C [+ n])
+            # until backward (the blocks themselves are kept anyway). W_j from
+            # one split: its backward is one concatenation of the k gradients,
+            # where k slices would each build a zero-filled gradient of all of W
+            for c, w_j in zip(blocks, w.split(d, dim=1)):
+                y = F.linear(c, w_j)  # (1|T) x B x (n*C [+ n])
                 out = y if out is None else out + y
         assert out is not None
-        return out[..., :n * d].unflatten(-1, (n, d)), out[..., n * d:]
+        ctx, logit = out.split([n * d, out.size(-1) - n * d], dim=-1)  # one split: see forward
+        return ctx.unflatten(-1, (n, d)), logit
 
     def forward(
         self,
@@ -477,7 +480,12 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             # logits from the same matmul (no extra pass over Q and K).
             w, b, ctx_weights = self.folded_weights()
             out = F.linear(x, w, b)  # T x B x (3C + n + p), rows 16-byte aligned (3C without gates)
-            qkv = out[..., :3 * d].view(T, B, 3, d)
+            # one split, not slices: its backward is one concatenation, where
+            # each slice's would build a zero-filled gradient of all of ``out``
+            n = len(self.mixed_qk)
+            qkv, gate_logit, _ = out.split([3 * d, n, out.size(-1) - 3 * d - n] if self.gated else [3 * d, 0, 0],
+                                           dim=-1)
+            qkv = qkv.view(T, B, 3, d)
             q, k, v = qkv.unbind(2)
             ctx, ctx_logit = self.project_context(history, ctx_weights)  # (1|T) x B x n x C, (1|T) x B x n
             qk = qkv[:, :, self.mixed_qk[0]:self.mixed_qk[-1] + 1]  # T x B x n x C
@@ -485,7 +493,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
                 mixed = qk + ctx
             else:
                 # Eq. 6: one scalar per position and per contextualised Q / K
-                lam = torch.sigmoid(out[..., 3 * d:3 * d + len(self.mixed_qk)] + ctx_logit)  # T x B x n
+                lam = torch.sigmoid(gate_logit + ctx_logit)  # T x B x n
                 # Eq. 5: (1 - lam) * Q + lam * (C U)
                 mixed = torch.lerp(qk, ctx, lam.unsqueeze(-1))
                 if self.keep_readout:
