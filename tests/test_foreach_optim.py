@@ -27,7 +27,7 @@ UPDATES = 20
 BUDGET = {
     "transformer": {"fp32": 785, "bf16": 800},
     "transformer_ctxsan": {"fp32": 950, "bf16": 980},
-    "transformer_dc": {"fp32": 835, "bf16": 855},
+    "transformer_dc": {"fp32": 810, "bf16": 830},
     "transformer_gret": {"fp32": 1205, "bf16": 1240},
     "transformer_ctxenc": {"fp32": 2075, "bf16": 2095},
 }

@@ -177,9 +177,12 @@ class DualContextualModule(Readout, nn.Module):
         if f == 1:
             return y + self.conv_bias
         y = F.pad(y, (0, 0, 0, 0, self.pad_left, self.pad_right))  # (T+f-1) x B x f*2C
-        out = self.conv_bias + y[0:T, :, 0:C2]
+        # the blocks by one split, not slices of y: its backward is one
+        # concatenation, where each slice's would build a zero-filled gradient of all of y
+        blocks = y.split(C2, dim=2)  # f x [(T+f-1) x B x 2C]
+        out = self.conv_bias + blocks[0][0:T]
         for k in range(1, f):
-            out = out + y[k:k + T, :, k * C2:(k + 1) * C2]
+            out = out + blocks[k][k:k + T]
         return out
 
     def _conv_window(self, window: Tensor) -> Tensor:
@@ -280,9 +283,12 @@ class DualContextualModule(Readout, nn.Module):
         # T x B x 4H x hd: heads [q_l | q_g | k_g | v_g]; T x B x 2H x hd: [k_l | v_l]
         pr = self.r_proj(r).view(T, B, 4 * H, hd)
         pl = self.lc_proj(l_c).view(T, B, 2 * H, hd)
-        q = pr[:, :, : 2 * H].permute(1, 2, 0, 3)  # B x 2H x T x hd: [q_l | q_g]
-        k_parts = [pl[:, :, :H], pr[:, :, 2 * H: 3 * H]]  # [k_l | k_g]
-        v_parts = [pl[:, :, H:], pr[:, :, 3 * H:]]  # [v_l | v_g]
+        # split, not sliced (see _conv_full): one concatenation in the backward
+        q, k_g, v_g = pr.split([2 * H, H, H], dim=2)
+        k_l, v_l = pl.split([H, H], dim=2)
+        q = q.permute(1, 2, 0, 3)  # B x 2H x T x hd: [q_l | q_g]
+        k_parts = [k_l, k_g]
+        v_parts = [v_l, v_g]
 
         if saved is not None:
             # written straight into the time-major cache, read back as B x 2H x S x hd views
