@@ -709,6 +709,37 @@ def test_gates_by_pos_tagged_by_spacy(tmp_path):
 
 # ---------------------------------------------------------------- every grid setting, by value
 
+def test_the_layers_of_a_forward_share_one_attention_mask(monkeypatch):
+    """Every layer of a stack gets the same key padding mask and shapes, so a
+    training forward builds the attention mask once per stack and each layer
+    attends with that one tensor (it was built in every layer); in an
+    incremental step each layer holds its own cache's key padding mask, so
+    where there is padding each builds its own (equal) attention mask."""
+    import fairseq_ctx.modules.ctxsan_attention as ctxsan_attention
+
+    built, used = [], []
+    build, attend = ctxsan_attention.attend_mask, ctxsan_attention.attention
+    monkeypatch.setattr(ctxsan_attention, "attend_mask", lambda *a: built.append(build(*a)) or built[-1])
+    monkeypatch.setattr(ctxsan_attention, "attention", lambda q, k, v, m, **kw: used.append(m) or attend(q, k, v, m, **kw))
+    model = tiny_model("ctxsan_both", ["--encoder-layers", "3", "--decoder-layers", "3"]).train()
+    src = padded_batch([5, 3, 4])
+    prev = padded_batch([4, 2, 3], left_pad=False, eos=False, bos=2)
+    model(src, src.ne(1).sum(1), prev)
+    assert len(used) == 6 and len(built) == 2  # encoder (padding) and decoder (causal, padding)
+    assert all(m is built[0] for m in used[:3]) and all(m is built[1] for m in used[3:])
+    assert built[0].shape == (3, 1, 1, 5) and built[1].shape == (3, 1, 4, 4)
+    model.eval()
+    with torch.no_grad():
+        enc = model.encoder(src, src.ne(1).sum(1))
+        state = {}
+        for t in range(1, 5):  # the second row's padding starts at step 3
+            used.clear()
+            model.decoder(prev[:, :t], encoder_out=enc, incremental_state=state)
+            assert len(used) == 3
+            if t >= 3:
+                assert len({id(m) for m in used}) == 3 and all(torch.equal(m, used[0]) for m in used)
+
+
 from fairseq_ctx.architectures import option_grid  # noqa: E402
 
 CTXSAN_GRID = option_grid("transformer_ctxsan")

@@ -120,6 +120,22 @@ class ContextHistory(object):
         self._denom: Optional[Tensor] = None  # (1 or T) x B x 1
         self.padding_mask: Optional[Tensor] = None  # B x T, True at padding, or None
         self.depth = 0  # layers pushed so far
+        # (T, S, causal) -> (key padding mask, attention mask): see attend_mask
+        self._attn_masks: Dict[Tuple[int, int, bool], Tuple[Optional[Tensor], Optional[Tensor]]] = {}
+
+    def attend_mask(self, key_padding_mask: Optional[Tensor], T: int, S: int, causal: bool,
+                    device) -> Optional[Tensor]:
+        """:func:`~fairseq_ctx.modules.fused_attention.attend_mask`, built
+        once per forward: every layer of a stack is given the same key
+        padding mask (the same tensor) and shapes, so they share one
+        attention mask. A step of incremental decoding gives each layer the
+        mask of its own cache, a tensor of its own: built per layer."""
+        hit = self._attn_masks.get((T, S, causal))
+        if hit is not None and hit[0] is key_padding_mask:
+            return hit[1]
+        mask = attend_mask(key_padding_mask, T, S, causal, device)
+        self._attn_masks[(T, S, causal)] = (key_padding_mask, mask)
+        return mask
 
     def _setup(self, x: Tensor):
         # Counts, sums and means are float32 whatever the model's dtype (means
@@ -519,7 +535,8 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         # causal without padding and cache: the kernels' own is_causal, no mask
         is_causal = self.causal and incremental_state is None and key_padding_mask is None
         causal = self.causal and not is_causal and T > 1
-        attn_mask = attend_mask(key_padding_mask, T, k.size(2), causal, x.device)  # (B|1) x 1 x (T|1) x S, or None
+        build_mask = attend_mask if history is None else history.attend_mask
+        attn_mask = build_mask(key_padding_mask, T, k.size(2), causal, x.device)  # (B|1) x 1 x (T|1) x S, or None
 
         out = attention(q, k, v, attn_mask, dropout_p=self.dropout if self.training else 0.0,
                         is_causal=is_causal)  # B x H x T x hd
