@@ -422,7 +422,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             w = ctx_weights[p]  # (n*C + n) x d_c (n*C x d_c without gates), d_c = len(blocks) * C
             if len(blocks) > 1 and not torch.is_grad_enabled():
                 # nothing kept for a backward: one GEMM on the concatenation
-                # (an incremental step launches 2 operations, not 2k - 1)
+                # (an incremental step launches 2 kernels, not 2k - 1)
                 y = F.linear(torch.cat(blocks, dim=-1), w)  # (1|T) x B x (n*C [+ n])
                 out = y if out is None else out + y
                 continue
@@ -501,10 +501,11 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             n = len(self.mixed_qk)
             qkv, gate_logit, _ = out.split([3 * d, n, out.size(-1) - 3 * d - n] if self.gated else [3 * d, 0, 0],
                                            dim=-1)
-            qkv = qkv.view(T, B, 3, d)
-            q, k, v = qkv.unbind(2)
+            # the contextualised ones (Q, K or both) and the others, split alike
+            lo, hi = self.mixed_qk[0], self.mixed_qk[-1] + 1
+            before, qk, after = qkv.view(T, B, 3, d).split([lo, hi - lo, 3 - hi], dim=2)  # qk: T x B x n x C
+            q, k, v = (*before.unbind(2), *qk.unbind(2), *after.unbind(2))  # the mixed ones replaced below
             ctx, ctx_logit = self.project_context(history, ctx_weights)  # (1|T) x B x n x C, (1|T) x B x n
-            qk = qkv[:, :, self.mixed_qk[0]:self.mixed_qk[-1] + 1]  # T x B x n x C
             if not self.gated:  # footnote 1's ablation: Q + C U
                 mixed = qk + ctx
             else:
@@ -518,9 +519,9 @@ class ContextAwareSelfAttention(Readout, nn.Module):
             if self.contextualize == "both":
                 q, k = mixed.unbind(2)
             elif self.contextualize == "query":
-                q = mixed[:, :, 0]
+                q = mixed.squeeze(2)
             else:
-                k = mixed[:, :, 0]
+                k = mixed.squeeze(2)
 
         # T x B x C -> B x H x T x hd
         q = q.reshape(T, B, H, hd).permute(1, 2, 0, 3)
