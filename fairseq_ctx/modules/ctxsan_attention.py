@@ -19,8 +19,11 @@ the pre-norm if any: :mod:`fairseq_ctx.modules.ctxsan_layer`; see
 * ``deep-global+deep``: "by simply summing them": ``C U = C_dg U_dg + C_d U_d``,
   one gate on the sum.
 
-The concatenated contexts are never built: ``C U`` is computed as the sum of
-each layer's block times its rows of ``U`` (same products, no copies).
+The concatenated contexts are not built where autograd records: ``C U`` is
+computed as the sum of each layer's block times its rows of ``U`` (same
+products, no copy kept for the backward). Without autograd (decoding) the
+blocks are concatenated and projected by one GEMM, fewer kernel launches per
+step.
 
 Reading of the paper where it is ambiguous (see ``docs/ambiguities.md``):
 
