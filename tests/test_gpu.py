@@ -29,6 +29,12 @@
   ``cudnn-last``'s order in place; torch's own order is recorded. Every
   test of this file runs after one such call (a module fixture), under
   torch's settled default order.
+* Device syncs as torch's own detector sees them
+  (``torch.cuda.set_sync_debug_mode``): a decoding step and the decoder's
+  training forward of every variant synchronise no more often than the
+  plain Transformer's (fairseq's own checks), its encoder's training
+  forward at most ``ENCODER_READS`` more: what ``tests/test_contract.py``
+  counts on the CPU with ``host_reads``, checked where syncs cost.
 * ``fairseq-train`` (its own ``main``, through its command-line parser) 50
   updates with ``--fp16`` and with ``--bf16`` per variant, then
   ``fairseq-generate`` on the checkpoint translates every test sentence.
@@ -340,6 +346,66 @@ def test_attribution_on_cuda_equals_cpu(name, doc_corpus, trained_checkpoint):
             np.testing.assert_allclose(x["full"], y["full"], atol=1e-4)
             np.testing.assert_allclose([v for s in x["sentences"] for v in s],
                                        [v for s in y["sentences"] for v in s], atol=1e-4)
+
+
+# ---------------------------------------------------------------- device syncs
+
+def _syncs(run):
+    """Where ``run()`` synchronised with the device, as torch's sync debug
+    mode reports it (one warning per synchronizing call, at the Python
+    line that made it)."""
+    import warnings
+
+    torch.cuda.synchronize()
+    before = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run()
+    finally:
+        torch.cuda.set_sync_debug_mode(before)
+    return [f"{os.path.relpath(w.filename, REPO)}:{w.lineno}" for w in caught
+            if "synchronizing CUDA operation" in str(w.message)]
+
+
+def _sync_counts(name):
+    """Syncs of the encoder's and the decoder's training forwards and of two
+    incremental decoding steps, on the contract's batch (float32, Base widths)."""
+    from tests.test_contract import _batch as contract_batch
+
+    model = _model(name, "fp32")
+    src, src_lengths, prev, _, kwargs = _cuda(contract_batch(model))
+    out = {}
+    model.train()
+    try:
+        enc = {}
+        out["encoder"] = _syncs(lambda: enc.setdefault("out", model.encoder(src, src_lengths, **kwargs)))
+        out["decoder"] = _syncs(lambda: model.decoder(prev, enc["out"]))
+    finally:
+        model.eval()
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths, **kwargs)
+        state = {}
+        model.decoder(prev[:, :1], enc, incremental_state=state)
+        out["step"] = _syncs(lambda: [model.decoder(prev[:, :t + 1], enc, incremental_state=state) for t in (1, 2)])
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "transformer"])
+def test_no_more_device_syncs_than_the_baseline(name, record_property):
+    """torch's sync detector on CUDA: the variant's decoding steps and
+    decoder training forward synchronise no more often than the plain
+    Transformer's, its encoder's training forward at most ENCODER_READS
+    more (the context encoder's one transfer of what its shapes depend on)."""
+    from tests.test_contract import ENCODER_READS
+
+    base, ours = _sync_counts("transformer"), _sync_counts(name)
+    record_property("syncs", json.dumps({"transformer": base, name: ours}))
+    allowed = ENCODER_READS.get(BY_NAME[name].arch, 0)
+    assert len(ours["encoder"]) <= len(base["encoder"]) + allowed, (ours["encoder"], base["encoder"])
+    assert len(ours["decoder"]) <= len(base["decoder"]), (ours["decoder"], base["decoder"])
+    assert len(ours["step"]) <= len(base["step"]), (ours["step"], base["step"])
 
 
 # ---------------------------------------------------------------- glued interactive batches
