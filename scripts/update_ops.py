@@ -177,11 +177,10 @@ def main(argv=None):
             r = measure_step(args.data_bin, name)
             rows.append({"variant": name, **r})
             print(f"| {name} | {r['total']:,} |", flush=True)
-        args.archs = []
     else:
         print("| architecture | precision | optimizer | parameter tensors | ops per update | after backward |")
         print("|---|---|---|---|---|---|")
-    for arch in args.archs:
+    for arch in ([] if args.decoding_step else args.archs):
         for precision in args.precision:
             for optimizer in args.optimizers:
                 r = measure(args.data_bin, arch, precision, optimizer)
