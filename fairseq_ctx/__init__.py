@@ -64,10 +64,12 @@ PROCESS_WIDE_CHANGES = {
     "warnings.filters and the root logger's level": "quiet.py: narrow filters for upstream notices a user "
         "cannot act on (each listed with its reason there; FAIRSEQ_CTX_UPSTREAM_WARNINGS=1 turns them off), "
         "and the DEBUG level that importing fairseq sets on the root logger put back to LOGLEVEL/INFO",
-    "torch's SDPA kernel switches and priority order": "only when FAIRSEQ_CTX_SDPA names a policy other "
-        "than torch (modules/fused_attention.py): which attention kernel runs fastest is a property of the "
-        "GPU, and torch's switches are global, so fairseq's own attention follows the same choice as the "
-        "plugin's; cudnn-last also sets TORCH_CUDNN_SDPA_DEPRIORITIZED=1 and TORCH_CUDNN_SDPA_PREFERRED=0",
+    "torch's SDPA kernel switches and priority order": "unless FAIRSEQ_CTX_SDPA=torch "
+        "(modules/fused_attention.py): by default the cuDNN kernel is disabled (no-cudnn), which on "
+        "H100/H200-class GPUs builds a plan per new batch shape; which attention kernel runs fastest is a "
+        "property of the GPU, and torch's switches are global, so fairseq's own attention follows the same "
+        "choice as the plugin's; cudnn-last also sets TORCH_CUDNN_SDPA_DEPRIORITIZED=1 and "
+        "TORCH_CUDNN_SDPA_PREFERRED=0",
     "sys.meta_path": "only when the package is imported before fairseq: a finder that calls register() "
         "once fairseq is imported, removed when it has",
 }

@@ -752,7 +752,7 @@ def main():
     p.add_argument("--sdpa", metavar="POLICY",
                    help="the attention kernel policy of every child (FAIRSEQ_CTX_SDPA, "
                         "fairseq_ctx/modules/fused_attention.py): torch, cudnn-last, no-cudnn, flash, efficient, "
-                        "cudnn, math (default: the environment's, else torch's own choice)")
+                        "cudnn, math (default: the environment's, else the plugin's default, no-cudnn)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--pieces", metavar="DIR",
                    help="write each child's result to its own JSON file in DIR as soon as it finishes (a run "

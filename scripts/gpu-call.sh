@@ -27,8 +27,9 @@
 #   study     install, then scripts/gpu-study.sh with the seconds left of ARGS[0]
 #
 # The machine needs the offline kit in .gpu/ and data/bible/bin (both ignored
-# by git: name them in the run tool's carry). Installing is skipped when a
-# previous call on the same machine left it working. With --device cpu among
+# by git: name them in the run tool's carry); fairseq's libbleu, which the kit
+# leaves out, is compiled after it (scripts/build_libbleu.py). Installing is
+# skipped when a previous call on the same machine left it working. With --device cpu among
 # ARGS (diagnose, bench) nothing is installed: a rehearsal on this machine's
 # own environment. DATA_BIN overrides data/bible/bin; GPU_CALL_BUDGET_S (default
 # 450) is the call's time in seconds, from which each step's deadline is cut;
@@ -100,6 +101,14 @@ if [ "$DEVICE" = cuda ]; then
     bash .gpu/install.sh "$HOME/fsq" > "$WORK/logs/$CALL.install.log" 2>&1 \
       || { tail -20 "$WORK/logs/$CALL.install.log"; die "install failed (logs/$CALL.install.log in results.tgz)"; }
     log "installed"
+  fi
+  # the kit compiles fairseq's Cython modules only; fairseq-generate scores with libbleu
+  if ! compgen -G "$HOME/fsq/src/fairseq/libbleu*.so" > /dev/null; then
+    if (builder=$PWD/scripts/build_libbleu.py; cd "$HOME/fsq/src" && python3 "$builder") > "$WORK/logs/$CALL.libbleu.log" 2>&1; then
+      log "fairseq's libbleu built"
+    else
+      log "fairseq's libbleu did not build (logs/$CALL.libbleu.log): fairseq-generate stops where it scores BLEU"
+    fi
   fi
   { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1
     python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"

@@ -241,15 +241,16 @@ print(json.dumps({"before": before, "after": fused_attention.sdpa_state()}))
 """
 
 
-@pytest.mark.parametrize("policy", ["torch", "cudnn-last"])
+@pytest.mark.parametrize("policy", ["torch", "cudnn-last", None], ids=["torch", "cudnn-last", "default"])
 def test_policy_order_survives_torchs_first_call(policy, record_property):
     """In a fresh process, as a user's fairseq-train starts: the plugin
     applies the policy before any attention runs, and torch's first SDPA
     call on the GPU (where it installs its cuDNN-first order on sm90/sm100
-    unless told not to) leaves ``cudnn-last``'s order in place. ``torch``'s
-    order is recorded, not checked: it is torch's."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_CUDNN_SDPA")}
-    env.update(FAIRSEQ_CTX_SDPA=policy, PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]))
+    unless told not to) leaves ``cudnn-last``'s order in place, and the
+    default (FAIRSEQ_CTX_SDPA unset: no-cudnn) keeps cuDNN's kernel off.
+    ``torch``'s order is recorded, not checked: it is torch's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_CUDNN_SDPA", "FAIRSEQ_CTX_SDPA"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]), **({"FAIRSEQ_CTX_SDPA": policy} if policy else {}))
     out = subprocess.run([sys.executable, "-c", _ORDER_AFTER_ONE_CALL], env=env, cwd=REPO, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -258,6 +259,9 @@ def test_policy_order_survives_torchs_first_call(policy, record_property):
     if policy == "cudnn-last":
         assert state["before"]["priority"][:4] == state["after"]["priority"][:4] == \
             ["flash", "efficient", "cudnn", "math"], state
+    if policy is None:
+        assert not state["before"]["cudnn"] and not state["after"]["cudnn"], state
+        assert state["after"]["flash"] and state["after"]["efficient"], state
 
 
 # ---------------------------------------------------------------- fairseq's commands on the GPU

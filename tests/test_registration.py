@@ -175,8 +175,9 @@ def test_register_changes_exactly_the_documented_process_wide_state():
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.splitlines()[-1])
 
-    # torch's attention kernels are left alone unless FAIRSEQ_CTX_SDPA names a policy (fused_attention.py)
-    assert "sdpa" not in changed_by_register()
+    # torch's attention kernels: the default policy disables cuDNN's; FAIRSEQ_CTX_SDPA=torch leaves them alone
+    assert "sdpa" in changed_by_register()
+    assert "sdpa" not in changed_by_register(FAIRSEQ_CTX_SDPA="torch")
     changed = changed_by_register(FAIRSEQ_CTX_SDPA="cudnn-last")
     assert "ARCH_MODEL_REGISTRY[transformer_ctxsan]" in changed and "TASK_REGISTRY[document_translation]" in changed
     assert "ARCH_CONFIG_REGISTRY[transformer]" in changed  # fairseq's own, wrapped for --bf16 on CUDA

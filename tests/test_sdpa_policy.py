@@ -109,8 +109,8 @@ print(json.dumps(out))
 def test_the_environment_policy_reaches_every_attention_call_of_the_process():
     """FAIRSEQ_CTX_SDPA=math in a fresh process that registers the plugin:
     every SDPA call (fairseq's own attention in the baseline, ctxsan's
-    through the door) runs the math kernel; unset, torch's own choice (the
-    fused CPU kernel)."""
+    through the door) runs the math kernel; unset, the default policy
+    (no-cudnn: on CPU, torch's fused CPU kernel)."""
     import json
 
     env = {k: v for k, v in os.environ.items() if k != "FAIRSEQ_CTX_SDPA"}

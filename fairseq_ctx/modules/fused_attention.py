@@ -29,9 +29,16 @@ each new shape.
 Which kernel is fastest for such batches is a property of the GPU, torch
 and cuDNN, so it is a setting, ``FAIRSEQ_CTX_SDPA`` (:data:`POLICIES`):
 
-* ``torch`` (the default): torch's own choice, nothing touched. It stays
-  the default until a GPU measurement (``scripts/speed_diagnosis.py``)
-  shows which policy is fastest on the GPUs this project is run on.
+* ``no-cudnn`` (the default): the cuDNN kernel disabled; torch picks among
+  flash, memory-efficient and math as before it preferred cuDNN. Measured
+  on an H200 (torch 2.11, cuDNN 9.19, 2026-11-30; benchmarks/gpu/diagnosis):
+  torch's own choice ran cuDNN and took 1,056 ms per Base Transformer
+  update on new shapes in bf16 (993 in fp16) against 86 (67) with cuDNN
+  disabled, and was no faster on shapes seen before (102 vs 87 ms; 67 vs
+  55); the policies without cuDNN first were within the measurement's
+  noise of each other. On GPUs where torch does not put cuDNN first it
+  changes nothing that runs.
+* ``torch``: torch's own choice, nothing touched.
 * ``cudnn-last``: every kernel enabled, cuDNN tried only where flash and
   memory-efficient attention cannot take the call (torch's order before it
   preferred cuDNN). torch installs its cuDNN-first order at its first SDPA
@@ -39,7 +46,6 @@ and cuDNN, so it is a setting, ``FAIRSEQ_CTX_SDPA`` (:data:`POLICIES`):
   ``sdp_utils.cpp``), unless its environment says not to: the policy sets
   ``TORCH_CUDNN_SDPA_DEPRIORITIZED=1`` (what current torch reads) and
   ``TORCH_CUDNN_SDPA_PREFERRED=0`` (what earlier torch read).
-* ``no-cudnn``: the cuDNN kernel disabled.
 * ``flash``, ``efficient``, ``cudnn``, ``math``: that kernel forced, with
   the math kernel as the fallback for calls it cannot take (flash takes no
   mask, cuDNN no float32), first in the priority order so that it runs
@@ -69,7 +75,7 @@ from torch import Tensor
 ALIGN_BYTES = 16
 
 SDPA_ENV = "FAIRSEQ_CTX_SDPA"
-DEFAULT_POLICY = "torch"
+DEFAULT_POLICY = "no-cudnn"
 # what keeps torch from installing its cuDNN-first order at its first SDPA
 # call: the variable current torch reads, and the one earlier torch read
 CUDNN_DEPRIORITIZED_ENV = {"TORCH_CUDNN_SDPA_DEPRIORITIZED": "1", "TORCH_CUDNN_SDPA_PREFERRED": "0"}
