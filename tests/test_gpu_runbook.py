@@ -171,7 +171,8 @@ def test_diagnosis_call_killed_midway_keeps_its_cells_and_the_next_call_goes_on(
 def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path):
     """``-p tests.piece_results``: one JSON per finished test; killed during
     the third test, the two before it are kept; ``--skip-passed`` with them
-    runs only the tests that did not pass."""
+    runs only the tests that did not pass, a piece named from another
+    rootdir included."""
     (tmp_path / "test_toy.py").write_text(
         "import time\n"
         "def test_a(record_property):\n    record_property('kernels', {'math': 2})\n"
@@ -189,6 +190,9 @@ def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path
     assert found["test_toy.py::test_a"]["properties"] == {"kernels": {"math": 2}}
     failed = found["test_toy.py::test_b"]
     assert failed["outcome"] == "failed" and "assert 1 == 2" in failed["report"]
+    # the passed piece as a machine whose pytest took "/" for its rootdir names it
+    doc = json.loads((pieces / "test_toy.py_test_a.json").read_text())
+    (pieces / "test_toy.py_test_a.json").write_text(json.dumps({**doc, "nodeid": "work/main/test_toy.py::test_a"}))
     proc = _start([*cmd[:-2], "--pieces", str(tmp_path / "next"), "--skip-passed", str(pieces), "-k", "not test_c"],
                   env, cwd=tmp_path)
     output, _ = proc.communicate(timeout=120)
