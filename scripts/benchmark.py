@@ -777,8 +777,11 @@ def main():
             if os.path.isdir(opts.markdown_of):
                 table = ""
                 for settings, run_id, results in collect_pieces(opts.markdown_of):
+                    # the policy each child applied (sdpa_policy), where --sdpa did not name one
+                    policies = sorted({r["sdpa_policy"] for r in results.values() if r.get("sdpa_policy")})
+                    policy = settings.get("sdpa") or "/".join(policies) or "torch"
                     table += (f"\nCall {run_id}: {settings['device']}, {settings['precision']}, size "
-                              f"{settings['size']}, SDPA policy {settings.get('sdpa') or 'torch'}\n\n")
+                              f"{settings['size']}, SDPA policy {policy}\n\n")
                     table += markdown_table({"settings": settings, "results": results}) if results else \
                         "(no baseline piece: no ratios)\n"
             else:

@@ -5,7 +5,8 @@
 
 The GPU kit (.gpu/install.sh) runs fairseq from its extracted sdist with only
 its Cython data modules compiled; fairseq-generate then stops at
-``from fairseq import libbleu`` whenever it scores against references. The
+``from fairseq import libbleu`` with its default ``--scoring bleu`` (it
+builds the scorer before decoding). The
 extension is fairseq's own (setup.py's ``fairseq.libbleu``: the same two
 sources and flags); it needs g++ and Python's headers, no CUDA.
 """

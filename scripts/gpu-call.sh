@@ -107,6 +107,7 @@ if [ "$DEVICE" = cuda ]; then
     if (builder=$PWD/scripts/build_libbleu.py; cd "$HOME/fsq/src" && python3 "$builder") > "$WORK/logs/$CALL.libbleu.log" 2>&1; then
       log "fairseq's libbleu built"
     else
+      tail -5 "$WORK/logs/$CALL.libbleu.log"
       log "fairseq's libbleu did not build (logs/$CALL.libbleu.log): fairseq-generate stops where it scores BLEU"
     fi
   fi

@@ -313,7 +313,9 @@ def main():
     skipped = len(cells_of(opts)) - len(todo)
     if skipped:
         print(f"speed_diagnosis: {skipped} cells already in {opts.out}, skipped", file=sys.stderr)
-    env = {k: v for k, v in os.environ.items() if k != "FAIRSEQ_CTX_SDPA"}  # every policy is set per cell
+    # every policy is set per cell, from torch's own state: the child registers the plugin
+    # under "torch", which touches nothing (the plugin's default would disable cuDNN first)
+    env = {**os.environ, "FAIRSEQ_CTX_SDPA": "torch"}
     run_id = benchmark.new_run_id()
     while todo and not (deadline_at and time.time() >= deadline_at):
         cells_file = os.path.join(opts.out, f".cells-{os.getpid()}.todo")  # not a cell: no .json

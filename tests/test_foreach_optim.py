@@ -9,6 +9,7 @@ compare weights, float32 masters, Adam moments, gradient norms and the loss
 scale after 20 updates."""
 import contextlib
 import copy
+import itertools
 import math
 
 import pytest
@@ -189,7 +190,7 @@ def _take_state(dst, src):
         dst.optimizer.scaler.__dict__.update(vars(scaler))
 
 
-def _lockstep(data_bin, precision, device, ref_patch=contextlib.nullcontext):
+def _lockstep(data_bin, precision, device, ref_patch=contextlib.nullcontext, updates=UPDATES):
     """fairseq's Adam trains UPDATES updates; before each, the adam_foreach
     trainer takes its state, makes the same update from it, and the two
     results are compared. Returns the largest state difference (absolute;
@@ -199,10 +200,12 @@ def _lockstep(data_bin, precision, device, ref_patch=contextlib.nullcontext):
     the reference's updates."""
     ref = _trainer(data_bin, "adam", precision, device)
     new = _trainer(data_bin, "adam_foreach", precision, device)
+    assert type(new.optimizer).__name__ == ("FairseqAdamForeach" if precision == "fp32" else "ForeachFP16Optimizer")
+    assert type(ref.optimizer).__name__ == ("FairseqAdam" if precision == "fp32" else "FP16Optimizer")
     ref_norms, new_norms = _recording_norms(ref), _recording_norms(new)
     worst_state = worst_norm = 0.0
     with _gemms(precision, device):
-        for sample in _batches(ref):
+        for sample in itertools.islice(_batches(ref), updates):
             _take_state(new, ref)
             with ref_patch():
                 ref.train_step([sample])
@@ -258,12 +261,15 @@ def _norm_summed_in_float64():
         utils.clip_grad_norm_ = clip
 
 
-def test_lockstep_keeps_a_reordered_norm_to_rounding(doc_corpus):
+@pytest.mark.parametrize("precision,updates", [("fp32", UPDATES), ("fp16", 6)])
+def test_lockstep_keeps_a_reordered_norm_to_rounding(doc_corpus, precision, updates):
     """The CUDA comparison, rehearsed on CPU: the reference's norm summed in
     another order differs (it is not the same computation), and update by
-    update everything stays within CUDA_MAX_DIFF of it."""
-    worst_state, worst_norm, updates = _lockstep(str(doc_corpus[1]), "fp32", "cpu", _norm_summed_in_float64)
-    assert updates == UPDATES
+    update everything stays within CUDA_MAX_DIFF of it (fp16: fairseq's
+    FP16Optimizer with per-parameter masters and its loss scaler, whose
+    scale doubles at the fourth update, carried across)."""
+    worst_state, worst_norm, made = _lockstep(str(doc_corpus[1]), precision, "cpu", _norm_summed_in_float64, updates)
+    assert made == updates
     assert 0 < worst_norm <= CUDA_MAX_DIFF, worst_norm
     assert worst_state <= CUDA_MAX_DIFF, worst_state
 

@@ -26,9 +26,12 @@
 * The SDPA policy in a fresh process, as fairseq-train starts: torch's
   first attention call on the GPU (where it installs its cuDNN-first order
   on sm90/sm100 unless its environment says not to) leaves
-  ``cudnn-last``'s order in place; torch's own order is recorded. Every
-  test of this file runs after one such call (a module fixture), under
-  torch's settled default order.
+  ``cudnn-last``'s order in place and the default (``no-cudnn``) cuDNN's
+  kernel off; torch's own order is recorded. Every test of this file runs
+  after one such call (a module fixture), under the order torch settled
+  and the policy the plugin applied when it registered (the default unless
+  FAIRSEQ_CTX_SDPA says otherwise); the contract tests force their kernel
+  in a scope of their own.
 * Device syncs as torch's own detector sees them
   (``torch.cuda.set_sync_debug_mode``): a decoding step and the decoder's
   training forward of every variant synchronise no more often than the

@@ -152,6 +152,7 @@ def test_diagnosis_call_killed_midway_keeps_its_cells_and_the_next_call_goes_on(
     cell = json.loads(kept)
     assert len(cell["fresh_ms"]) == len(cell["seen_ms"]) == 2 and cell["fresh_median_ms"] > 0
     assert cell["kernels"]["cpu_fused"] == cell["kernels"]["calls"] > 0
+    assert cell["sdpa_state"]["cudnn"]  # torch's own switches, not the plugin's default (no-cudnn)
 
     proc = _start(args, env)
     output, _ = proc.communicate(timeout=900)
