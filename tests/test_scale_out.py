@@ -106,18 +106,17 @@ def _two_ranks(data_bin, save, variant):
 
 
 def _killed_then_resumed(data_bin, save, variant):
-    """Train with a checkpoint every SAVE_EVERY updates, SIGKILL the process as
-    soon as it reports the first one, then resume to MAX_UPDATE."""
-    proc = cli_process.CliProcess("fairseq_cli.train", _train_args(data_bin, save, variant, [
+    """Train with a checkpoint every SAVE_EVERY updates, SIGKILLed the moment
+    the first one is on disk (tests/sigkill_after_first_checkpoint.py), then
+    resume to MAX_UPDATE."""
+    proc = cli_process.CliProcess("tests.sigkill_after_first_checkpoint", _train_args(data_bin, save, variant, [
         "--update-freq", "2", "--max-update", 1000, "--save-interval-updates", SAVE_EVERY]), cwd=REPO, env=_env())
-    proc.wait_for_line("Saved checkpoint", timeout=600)
-    proc.kill()
-    proc.wait(timeout=60)
+    proc.wait(timeout=600)
     seen = proc.stdout_text() + proc.stderr_text()
     proc.cleanup()
     assert proc.returncode == -signal.SIGKILL, seen[-6000:]
     killed_at = torch.load(save / "checkpoint_last.pt")["optimizer_history"][-1]["num_updates"]
-    assert 0 < killed_at < MAX_UPDATE, f"killed at update {killed_at}, expected before {MAX_UPDATE}"
+    assert killed_at == SAVE_EVERY < MAX_UPDATE, f"killed at update {killed_at}, expected {SAVE_EVERY}"
 
     done = cli_process.run("fairseq_cli.train", _train_args(data_bin, save, variant, [
         "--update-freq", "2", "--max-update", MAX_UPDATE, "--save-interval-updates", SAVE_EVERY]),
