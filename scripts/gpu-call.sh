@@ -147,9 +147,11 @@ case "$STEP" in
     stop=$(( $(left) - 20 )); (( stop >= 1 )) || stop=1  # timeout 0 would be no limit at all
     log "pytest -m gpu, stopped at $stop s"
     # SIGINT: pytest stops, reports and exits; every finished test's JSON is written already.
-    # A worker whose CUDA context broke ends (tests/cuda_guard.py): xdist replaces it every time
+    # A worker whose CUDA context broke ends (tests/cuda_guard.py): xdist replaces it every time.
+    # --rootdir: test ids from the checkout, whatever ini file lies above it (on the H200 of
+    # 2026-11-30 pytest took "/" and named the tests work/main/tests/...)
     OMP_NUM_THREADS=2 timeout --signal=INT --kill-after=15 "$stop" \
-      python3 -m pytest tests -m gpu -q -p no:cacheprovider -n "$workers" --max-worker-restart 1000 \
+      python3 -m pytest tests -m gpu -q -p no:cacheprovider --rootdir . -n "$workers" --max-worker-restart 1000 \
         -p tests.piece_results \
         --pieces "$WORK/tests" --skip-passed "$WORK/tests" "${PYTEST_ARGS[@]}" > "$WORK/logs/$CALL.log" 2>&1
     code=$?

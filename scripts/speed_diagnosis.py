@@ -17,7 +17,8 @@ What: for each cell (size, model, precision, policy), in priority order
 * models ``transformer`` (fairseq's, all its attention through torch's
   ``F.multi_head_attention_forward``), ``ctxsan`` and ``dc`` (the variants
   of ``fairseq_ctx/architectures.py``, their own attention through
-  ``fairseq_ctx/modules/fused_attention.py``);
+  ``fairseq_ctx/modules/fused_attention.py``), the default; ``ctxenc``
+  (the document task's context encoder) where asked for;
 * precisions ``bf16`` and ``fp16`` as fairseq-train runs them (``--bf16``,
   ``--fp16``: FP16Optimizer, loss scaling for fp16), ``fp32``;
 * policies (``fused_attention.POLICIES``): ``torch`` (torch's own choice),
@@ -34,7 +35,17 @@ per kernel, ``<kernel>_backward``, ``calls`` = every SDPA call) and
 after the updates; ``torch_cudnn_sdpa_env``: the variables torch read at
 its first attention call, which decide whether it installs its cuDNN-first
 order; this process settles that order before the first cell, so each
-cell's order is the policy's). Every cell's JSON
+cell's order is the policy's). A ``ctxenc`` cell also runs its batches
+with the context encoder in one pass (``one_pass_*``), as a paired
+comparison: where real context tokens fill less than
+``CONTEXT_MIN_FILL`` of the padded context batch, ctxenc encodes the
+contexts in length groups (``CtxEncEncoder._context_chunks``), which
+saves the padding's FLOPs at the cost of more, smaller calls
+(docs/distributed-and-precision.md has the CPU's numbers); on a GPU,
+where small calls are launch-bound, one pass may be faster.
+``one_pass_fresh_ms`` comes after ``fresh_ms`` (both on new shapes),
+then each batch runs in groups (``seen_ms``) and in one pass
+(``one_pass_seen_ms``) in turn. Every cell's JSON
 is written to ``--out`` the moment it is done (``SIZE-MODEL-PRECISION-POLICY.json``):
 a run killed at a time limit keeps every finished cell. Cells already in
 ``--out`` are skipped (``--redo`` measures them again), so a second run
@@ -61,6 +72,7 @@ Examples::
     python3 scripts/speed_diagnosis.py --summary-of benchmarks/gpu/diagnosis
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -80,7 +92,8 @@ SIZES = ("base", "study", "toy")
 # updates in an epoch of the study's training data at its 4,096-token batches, one sentence an input (the
 # landed runs' first epoch, benchmarks/study-bible-budget.json; tests/test_gpu_runbook.py checks it)
 STUDY_EPOCH_UPDATES = 263
-MODELS = ("transformer", "ctxsan", "dc")
+MODELS = ("transformer", "ctxsan", "dc", "ctxenc")
+DEFAULT_MODELS = MODELS[:3]
 PRECISIONS = ("bf16", "fp16", "fp32")
 POLICY_NAMES = ("torch", "cudnn-last", "no-cudnn", "flash", "efficient", "cudnn", "math")  # fused_attention.POLICIES
 
@@ -126,6 +139,22 @@ def cells_of(opts):
     return sorted(out, key=tier)  # stable: the order above within a tier
 
 
+@contextlib.contextmanager
+def ctxenc_one_pass():
+    """Inside the block, ctxenc encodes every batch's contexts in one pass
+    (no length groups: a fill threshold of 0 is always reached). The
+    diagnosis's own switch, to measure chunking on a GPU before the model
+    gets a flag for it."""
+    from fairseq_ctx.models import transformer_ctxenc
+
+    before = transformer_ctxenc.CONTEXT_MIN_FILL
+    transformer_ctxenc.CONTEXT_MIN_FILL = 0.0
+    try:
+        yield
+    finally:
+        transformer_ctxenc.CONTEXT_MIN_FILL = before
+
+
 def cell_name(cell):
     return f"{cell['size']}-{cell['model']}-{cell['precision']}-{cell['policy']}.json"
 
@@ -156,14 +185,16 @@ def run_cells(opts, cells):
         key = (cell["size"], cell["model"], cell["precision"])
         if key not in trainers:
             variant = architectures.BY_NAME[cell["model"]]
-            cli = benchmark.fairseq_cli_args(opts.data, variant.arch, size_flags(cell["size"]), variant.flags,
-                                             opts.device, cell["precision"], opts.max_tokens)
+            cli = benchmark.fairseq_cli_args(opts.data, variant.arch, size_flags(cell["size"]),
+                                             [*variant.flags, *variant.task], opts.device, cell["precision"],
+                                             opts.max_tokens)
             cfg = benchmark.parse_train_args(cli, opts.device)
             trainers[key] = benchmark.build_trainer(cfg)
         return trainers[key]
 
     def next_batch(cell, task, model):
-        key = (cell["size"], cell["precision"])
+        # the document task's batches carry contexts: an iterator per task
+        key = (cell["size"], cell["precision"], architectures.BY_NAME[cell["model"]].task)
         while True:
             if key not in iterators:
                 task.load_dataset("train")
@@ -207,7 +238,22 @@ def run_cells(opts, cells):
         trainer.train_step([next_batch(cell, task, model)])  # untimed: allocations, first-call set-up
         samples = [next_batch(cell, task, model) for _ in range(opts.updates)]
         fresh = [timed(trainer, s) for s in samples]
-        seen = [timed(trainer, s) for s in samples]
+        paired = {}
+        if cell["model"] == "ctxenc":
+            with ctxenc_one_pass():
+                paired["one_pass_fresh_ms"] = [timed(trainer, s) for s in samples]
+            seen, paired["one_pass_seen_ms"] = [], []
+            for s in samples:
+                seen.append(timed(trainer, s))
+                with ctxenc_one_pass():
+                    paired["one_pass_seen_ms"].append(timed(trainer, s))
+            with ctxenc_one_pass(), fused_attention.recorded_kernels() as one_pass_kernels:
+                trainer.train_step([samples[0]])
+            sync()
+            paired.update({k.replace("_ms", "_median_ms"): statistics.median(v) for k, v in paired.items()},
+                          one_pass_kernels=dict(one_pass_kernels))
+        else:
+            seen = [timed(trainer, s) for s in samples]
         with fused_attention.recorded_kernels() as kernels:
             trainer.train_step([samples[0]])
         sync()
@@ -217,7 +263,8 @@ def run_cells(opts, cells):
                       tokens_per_update=statistics.mean(int(s["ntokens"]) for s in samples),
                       shapes=[[int(s["net_input"]["src_tokens"].size(0)), int(s["net_input"]["src_tokens"].size(1)),
                                int(s["target"].size(1))] for s in samples],
-                      skipped_updates=2 * opts.updates + 2 - (trainer.get_num_updates() - updates_before),
+                      skipped_updates=(2 * opts.updates + 2 + (2 * opts.updates + 1 if paired else 0)
+                                       - (trainer.get_num_updates() - updates_before)), **paired,
                       kernels=dict(kernels), sdpa_state=state, sdpa_state_after=state_after,
                       torch_default_state=torch_default,
                       params=sum(p.numel() for p in model.parameters()),
@@ -238,10 +285,11 @@ def summary(out_dir) -> str:
     """The Markdown table of every cell in ``out_dir``; below it, per
     study-size cell measured, the seconds a study run's updates take there
     (what a study call's deadline must hold, before start-up, validations,
-    checkpoint saves and evaluation)."""
+    checkpoint saves and evaluation), and per ctxenc cell its paired
+    one-pass times."""
     from fairseq_ctx.study.runs import STUDY  # torch-free
 
-    rows, study = [], []
+    rows, study, paired = [], [], []
     for name in sorted(os.listdir(out_dir)):
         if not name.endswith(".json"):
             continue
@@ -256,6 +304,13 @@ def summary(out_dir) -> str:
         rows.append((key, f"| {c['size']} | {c['model']} | {c['precision']} | {c['policy']} "
                           f"| {c['fresh_median_ms']:.1f} | {c['seen_median_ms']:.1f} "
                           f"| {benchmark.kernel_summary(c['kernels'])} | {c['device_name']} |"))
+        if "one_pass_seen_median_ms" in c:
+            paired.append((key, f"{c['size']} {c['model']}, {c['precision']}, {c['policy']}: its context encoder "
+                                f"in one pass {c['one_pass_fresh_median_ms']:.1f} ms (new shapes) / "
+                                f"{c['one_pass_seen_median_ms']:.1f} ms (seen) against "
+                                f"{c['fresh_median_ms']:.1f} / {c['seen_median_ms']:.1f} ms in length groups, "
+                                f"the same batches; SDPA calls per update {c['one_pass_kernels']['calls']} "
+                                f"against {c['kernels']['calls']}"))
         if c["size"] == "study":
             # the first epoch's batches bring shapes new to the process, the later ones shapes it has seen
             first = min(STUDY_EPOCH_UPDATES, STUDY.budget)
@@ -266,7 +321,8 @@ def summary(out_dir) -> str:
     head = ["| size | model | precision | SDPA policy | ms per update, new shapes | ms per update, seen shapes "
             "| attention kernels that ran (forward + backward calls) | device |", "|---|---|---|---|---|---|---|---|"]
     plan = ["", *(line for _, line in sorted(study))] if study else []
-    return "\n".join(head + [row for _, row in sorted(rows)] + plan) + "\n"
+    chunks = ["", *(line for _, line in sorted(paired))] if paired else []
+    return "\n".join(head + [row for _, row in sorted(rows)] + plan + chunks) + "\n"
 
 
 def main():
@@ -276,7 +332,7 @@ def main():
     p.add_argument("--out", help="directory of the cells' JSON files (created)")
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu (a rehearsal)")
     p.add_argument("--sizes", nargs="+", choices=SIZES, default=["base", "study"])
-    p.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    p.add_argument("--models", nargs="+", choices=MODELS, default=list(DEFAULT_MODELS))
     p.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=["bf16", "fp16"])
     p.add_argument("--policies", nargs="+", choices=POLICY_NAMES, default=list(POLICY_NAMES))
     p.add_argument("--updates", type=int, default=6, help="timed updates on new shapes (then again on seen ones)")

@@ -52,7 +52,9 @@ def with_every_root(nodeids) -> set:
     """Each node id also under every shorter root: pytest names a test from
     its rootdir, which it takes from the first ini file above the checkout
     (on the H200 of 2026-11-30 that was ``/``: ``work/main/tests/...``), so
-    a piece matches a test whose id its own ends with, at a folder boundary."""
+    a piece matches a test whose id its own ends with, at a folder boundary
+    (``gpu-call.sh`` passes ``--rootdir .`` since; the pieces of that loan
+    keep their names)."""
     out = set()
     for nodeid in nodeids:
         path, sep, rest = nodeid.partition("::")

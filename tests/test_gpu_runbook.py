@@ -169,6 +169,38 @@ def test_diagnosis_call_killed_midway_keeps_its_cells_and_the_next_call_goes_on(
     assert "| toy | ctxsan | fp32 | math |" in output  # the summary table
 
 
+def test_a_ctxenc_cell_times_its_batches_in_length_groups_and_in_one_pass(tmp_path):
+    """ctxenc encodes a batch's contexts in length groups where padding
+    would fill most of it; on a GPU fewer, larger calls may win, so its
+    cell times the same batches both ways: in groups (the model's own
+    rule, more attention calls) and in one pass (the diagnosis's switch),
+    and the table's note compares them. The corpus's sentences are of 1
+    to 40 words, so that padding fills about half of a context batch, and
+    one batch holds them all (a batch of fewer than 16 is never grouped)."""
+    from tests.utils import make_parallel_data, preprocess
+
+    data = preprocess(make_parallel_data(tmp_path / "raw", num_train=120, num_valid=12, num_test=12, min_len=1,
+                                         max_len=40, docs_every=4), tmp_path / "bin")
+    out = tmp_path / "diag"
+    res = subprocess.run([sys.executable, "scripts/speed_diagnosis.py", str(data), "--out", str(out),
+                          "--device", "cpu", "--sizes", "toy", "--models", "ctxenc", "--precisions", "fp32",
+                          "--policies", "math", "--updates", "2", "--threads", "1", "--max-tokens", "8192"],
+                         cwd=REPO, env=cli_process.env_with_python({**os.environ, "OMP_NUM_THREADS": "1"}),
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    cell = json.loads((out / "toy-ctxenc-fp32-math.json").read_text())
+    for name in ("fresh_ms", "seen_ms", "one_pass_fresh_ms", "one_pass_seen_ms"):
+        assert len(cell[name]) == 2 and cell[name.replace("_ms", "_median_ms")] > 0, name
+    assert cell["skipped_updates"] == 0  # every update of the cell counted, the one-pass ones included
+    # the switch reached the model: one pass makes fewer attention calls than the groups
+    assert 0 < cell["one_pass_kernels"]["math"] == cell["one_pass_kernels"]["calls"] < cell["kernels"]["calls"]
+    assert (f"toy ctxenc, fp32, math: its context encoder in one pass {cell['one_pass_fresh_median_ms']:.1f} ms "
+            f"(new shapes) / {cell['one_pass_seen_median_ms']:.1f} ms (seen) against "
+            f"{cell['fresh_median_ms']:.1f} / {cell['seen_median_ms']:.1f} ms in length groups, the same batches; "
+            f"SDPA calls per update {cell['one_pass_kernels']['calls']} against {cell['kernels']['calls']}"
+            ) in res.stdout.splitlines()
+
+
 def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path):
     """``-p tests.piece_results``: one JSON per finished test; killed during
     the third test, the two before it are kept; ``--skip-passed`` with them
@@ -200,6 +232,28 @@ def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path
     assert "1 failed, 2 deselected" in output, output  # test_a passed before, test_c left out by -k
     assert [json.loads((tmp_path / "next" / p).read_text())["nodeid"] for p in _pieces(tmp_path / "next")] == [
         "test_toy.py::test_b"]
+
+
+def test_the_tests_call_names_tests_from_the_checkout_under_an_ini_file_above_it(tmp_path):
+    """pytest takes its rootdir from the first ini file above its arguments:
+    on the H200 of 2026-11-30 one lay above the checkout, and the pieces
+    were named ``work/main/tests/...``. ``gpu-call.sh tests`` names them from
+    the checkout (a copy of it here, under a folder with a pytest.ini, with
+    one toy test marked gpu)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    checkout = tmp_path / "main"
+    (checkout / "tests").mkdir(parents=True)
+    for name in ("fairseq_ctx", "scripts"):
+        (checkout / name).symlink_to(REPO / name)
+    for name in ("__init__.py", "conftest.py", "cuda_guard.py", "piece_results.py"):
+        (checkout / "tests" / name).symlink_to(REPO / "tests" / name)
+    (checkout / "tests" / "test_toy.py").write_text("import pytest\n@pytest.mark.gpu\ndef test_a():\n    pass\n")
+    res = subprocess.run(["bash", "scripts/gpu-call.sh", "tests", str(tmp_path / "out"), "--device", "cpu"],
+                         cwd=checkout, env=cli_process.env_with_python({**os.environ, **_call_env(
+                             tmp_path, DATA_BIN=str(tmp_path))}), capture_output=True, text=True, timeout=300)
+    pieces = [json.loads((tmp_path / "work" / "tests" / p).read_text()) for p in _pieces(tmp_path / "work" / "tests")]
+    assert [(p["nodeid"], p["outcome"]) for p in pieces] == [("tests/test_toy.py::test_a", "passed")], \
+        res.stdout[-3000:] + res.stderr[-3000:]
 
 
 def test_a_broken_cuda_context_costs_one_test_not_its_workers_rest(tmp_path):
@@ -248,14 +302,14 @@ def test_the_diagnosis_answers_the_first_calls_two_questions_first():
     the study size under torch's choice (the study's time per update, which
     sizes a study call), then the rest by size; every cell once."""
     diag = load_script("speed_diagnosis")
-    opts = type("Opts", (), dict(sizes=["base", "study"], models=list(diag.MODELS), precisions=["bf16", "fp16"],
+    opts = type("Opts", (), dict(sizes=["base", "study"], models=list(diag.DEFAULT_MODELS), precisions=["bf16", "fp16"],
                                  policies=list(diag.POLICY_NAMES)))
     names = [diag.cell_name(c) for c in diag.cells_of(opts)]
     assert names[:10] == [f"base-transformer-bf16-{p}.json" for p in diag.POLICY_NAMES] + [
         "study-transformer-bf16-torch.json", "study-ctxsan-bf16-torch.json", "study-dc-bf16-torch.json"]
     assert names[10:12] == ["base-transformer-fp16-torch.json", "base-transformer-fp16-cudnn-last.json"]
     assert names[-1] == "study-dc-fp16-math.json"
-    assert sorted(names) == sorted({f"{s}-{m}-{p}-{q}.json" for s in opts.sizes for m in diag.MODELS
+    assert sorted(names) == sorted({f"{s}-{m}-{p}-{q}.json" for s in opts.sizes for m in diag.DEFAULT_MODELS
                                     for p in opts.precisions for q in diag.POLICY_NAMES})
     # one size: its context models under torch's choice come next; torch leads wherever it is given
     opts.sizes, opts.policies = ["study"], ["math", "torch"]
