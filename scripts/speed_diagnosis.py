@@ -36,24 +36,29 @@ after the updates; ``torch_cudnn_sdpa_env``: the variables torch read at
 its first attention call, which decide whether it installs its cuDNN-first
 order; this process settles that order before the first cell, so each
 cell's order is the policy's). A ``ctxenc`` cell also runs its batches
-with the context encoder in one pass (``one_pass_*``), as a paired
-comparison: where real context tokens fill less than
-``CONTEXT_MIN_FILL`` of the padded context batch, ctxenc encodes the
-contexts in length groups (``CtxEncEncoder._context_chunks``), which
+without length groups (``one_pass_*``), as a paired comparison: where
+real context tokens fill less than ``CONTEXT_MIN_FILL`` of the padded
+context batch, ctxenc encodes the contexts in length groups (``CtxEncEncoder._context_chunks``), which
 saves the padding's FLOPs at the cost of more, smaller calls
 (docs/distributed-and-precision.md has the CPU's numbers); on a GPU,
-where small calls are launch-bound, one pass may be faster.
-``one_pass_fresh_ms`` comes after ``fresh_ms`` (both on new shapes),
-then each batch runs in groups (``seen_ms``) and in one pass
-(``one_pass_seen_ms``) in turn. Every cell's JSON
-is written to ``--out`` the moment it is done (``SIZE-MODEL-PRECISION-POLICY.json``):
+where small calls are launch-bound, one pass may be faster. Without
+groups the contexts go through the shared layers in one batch, or
+together with the sources where that joint batch wastes little
+(``JOINT_BATCH_MAX_WASTE``), as the model does for batches it does not
+group. ``one_pass_fresh_ms``: the first run without groups, after
+``fresh_ms`` on the same batches (so only the context encoder's shapes
+are new to it: this pair favours one pass); then each batch runs in
+groups (``seen_ms``) and without (``one_pass_seen_ms``) in turn, the fair
+pair. ``one_pass_kernels``: one profiled update without groups. Every
+cell's JSON is written to ``--out`` the moment it is done (``SIZE-MODEL-PRECISION-POLICY.json``):
 a run killed at a time limit keeps every finished cell. Cells already in
 ``--out`` are skipped (``--redo`` measures them again), so a second run
 continues where the first stopped.
 
 How: one child process runs the cells in order, keeping one model and
 Trainer per (size, model, precision) and one batch iterator per (size,
-precision) so that no batch is run twice except as ``seen``. torch settles
+precision, task) so that no batch is run twice except as ``seen`` (and
+the ctxenc cells' ``one_pass_*``). torch settles
 its priority order at its first SDPA call (on sm90/sm100 it may put cuDNN
 first), so the child runs one tiny attention first and saves that state as
 the ``torch`` policy. A child that dies (a CUDA error takes the process
@@ -141,8 +146,8 @@ def cells_of(opts):
 
 @contextlib.contextmanager
 def ctxenc_one_pass():
-    """Inside the block, ctxenc encodes every batch's contexts in one pass
-    (no length groups: a fill threshold of 0 is always reached). The
+    """Inside the block, ctxenc encodes no batch's contexts in length
+    groups (a fill threshold of 0 is always reached). The
     diagnosis's own switch, to measure chunking on a GPU before the model
     gets a flag for it."""
     from fairseq_ctx.models import transformer_ctxenc
@@ -305,12 +310,12 @@ def summary(out_dir) -> str:
                           f"| {c['fresh_median_ms']:.1f} | {c['seen_median_ms']:.1f} "
                           f"| {benchmark.kernel_summary(c['kernels'])} | {c['device_name']} |"))
         if "one_pass_seen_median_ms" in c:
-            paired.append((key, f"{c['size']} {c['model']}, {c['precision']}, {c['policy']}: its context encoder "
-                                f"in one pass {c['one_pass_fresh_median_ms']:.1f} ms (new shapes) / "
-                                f"{c['one_pass_seen_median_ms']:.1f} ms (seen) against "
-                                f"{c['fresh_median_ms']:.1f} / {c['seen_median_ms']:.1f} ms in length groups, "
-                                f"the same batches; SDPA calls per update {c['one_pass_kernels']['calls']} "
-                                f"against {c['kernels']['calls']}"))
+            paired.append((key, f"{c['size']} {c['model']}, {c['precision']}, {c['policy']}: without length "
+                                f"groups {c['one_pass_seen_median_ms']:.1f} ms per update against "
+                                f"{c['seen_median_ms']:.1f} ms with them (seen shapes, the same batches in turn; "
+                                f"its first run without them {c['one_pass_fresh_median_ms']:.1f} ms); SDPA calls "
+                                f"in a profiled update {c['one_pass_kernels']['calls']} against "
+                                f"{c['kernels']['calls']}"))
         if c["size"] == "study":
             # the first epoch's batches bring shapes new to the process, the later ones shapes it has seen
             first = min(STUDY_EPOCH_UPDATES, STUDY.budget)
