@@ -178,7 +178,21 @@ def measure(opts):
     Training updates are fairseq-train's (``Trainer.train_step``: forward,
     backward, the optimizer of the precision, loss scaling and its overflow
     skips for fp16), on the batches fairseq-train would draw; the model is
-    the one the Trainer cast and moved."""
+    the one the Trainer cast and moved. ``phase_s``: the seconds of each
+    phase of the child (set-up: imports, the model and Trainer; training,
+    the untimed updates and the profiled one included; decoding; the
+    document-order decodes; the FLOP count), so that a GPU call can be
+    sized and its overhead seen; the child's start-up before them is the
+    piece's ``seconds`` less their sum."""
+    phase_start = time.perf_counter()
+    phases = {}
+
+    def phase_done(name):
+        nonlocal phase_start
+        now = time.perf_counter()
+        phases[name] = round(now - phase_start, 3)
+        phase_start = now
+
     import torch
     from fairseq import utils
 
@@ -195,6 +209,7 @@ def measure(opts):
     task, model, criterion, trainer = build_trainer(cfg)
     from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache  # imported by --user-dir above
     params = sum(p.numel() for p in model.parameters())
+    phase_done("setup")
 
     def batches(split, max_tokens=None, max_sentences=None, shuffle=True, to_device=True):
         task.load_dataset(split)
@@ -236,6 +251,7 @@ def measure(opts):
     with fused_attention.recorded_kernels() as train_kernels:
         trainer.train_step([timed_samples[0]])
     timed_samples = [utils.move_to_cuda(s, device) if device.type == "cuda" else s for s in timed_samples]
+    phase_done("train")
 
     # decoding
     model.eval()
@@ -284,6 +300,7 @@ def measure(opts):
         if sents >= opts.decode_sentences:
             break
     decode_tok_s, _, gen_tokens, _ = timed_decode(decode_samples)
+    phase_done("decode")
     # read before the document-order decodes, which only the baseline and
     # ctxenc run (all their batches held, and ctxenc's cached states)
     if device.type == "cuda":
@@ -305,6 +322,7 @@ def measure(opts):
             full["doc_order_speedup"] = full["doc_order_decode_tok_s"] / full["full_decode_tok_s"]
             full["doc_order_hits"], full["doc_order_misses"] = cache.hits, cache.misses
             full["doc_order_differing"], full["doc_order_max_score_diff"] = compare_decodes(ordinary, reused)
+    phase_done("doc_order")
 
     # FLOPs of the timed batches, counted after the peak memory was read (the
     # counting passes repeat the work). Adam's step is elementwise (0 FLOPs).
@@ -320,6 +338,7 @@ def measure(opts):
         for key in ("full_decode_flops_tok", "doc_order_decode_flops_tok"):
             if key in flops:
                 flops[key] /= full_tokens
+    phase_done("flops")
     if full:
         full["full_decode_tokens"] = full_tokens
     # what the FLOP counts depend on: every counted batch's sentences and shapes
@@ -338,7 +357,8 @@ def measure(opts):
             "skipped_updates": skipped, **optim,
             "batches_sha1": digest.hexdigest(), "params": params, "train_tok_s": train_tok_s,
             "decode_sent_s": decode_tok_s * sents / gen_tokens, "decode_tok_s": decode_tok_s, "peak_mem_mb": peak_mb,
-            "decoded_sentences": sents, "decoded_tokens": gen_tokens, "timed_train_tokens": tokens, **full, **flops}
+            "decoded_sentences": sents, "decoded_tokens": gen_tokens, "timed_train_tokens": tokens, **full, **flops,
+            "phase_s": phases}
 
 
 def count_model_flops(model, criterion, task, generator, timed_samples, decode_samples, full_samples,

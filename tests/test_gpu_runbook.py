@@ -91,8 +91,8 @@ def test_benchmark_call_killed_midway_keeps_its_finished_children(doc_corpus, tm
     """``gpu-call.sh bench`` at toy size in fp16: killed as the baseline's
     child is archived (on a fast machine the second may have ended too, never
     the third), the baseline's JSON is there, whole, and is fairseq-train's
-    fp16 (FP16Optimizer with a loss scale); ``--markdown-of`` reads the
-    pieces directory."""
+    fp16 (FP16Optimizer with a loss scale), with its phases' seconds;
+    ``--markdown-of`` reads the pieces directory."""
     out = tmp_path / "call"
     proc = _start(["bash", "scripts/gpu-call.sh", "bench", str(out), "--device", "cpu", "--size", "tiny",
                    "--threads", "1", "--max-tokens", "400", "--warmup-updates", "1", "--train-updates", "2",
@@ -114,6 +114,11 @@ def test_benchmark_call_killed_midway_keeps_its_finished_children(doc_corpus, tm
     assert result["train_tok_s"] > 0 and result["decode_tok_s"] > 0
     assert result["optimizer"] == "FP16Optimizer" and result["loss_scale"] > 0  # fairseq-train's --fp16
     assert result["sdpa_kernels_train"]["calls"] > 0
+    # where the child's time went (what sizes the next call), within the time its parent measured
+    phases = result["phase_s"]
+    assert list(phases) == ["setup", "train", "decode", "doc_order", "flops"]
+    assert phases["train"] > 0 and phases["decode"] > 0 and phases["flops"] > 0
+    assert sum(phases.values()) <= piece["seconds"]
     with tarfile.open(out / "results.tgz") as tar:
         names = tar.getnames()
         tar.extractall(tmp_path / "back", filter="data")
