@@ -756,6 +756,27 @@ def test_study_smoke_interrupt_resume(tmp_path):
         assert (back / "study" / "runs" / "transformer-wide" / "train.done").exists()
 
 
+def test_the_studys_decoding_needs_no_libbleu(trained_checkpoint, doc_corpus, monkeypatch, capsys):
+    """fairseq-generate's default scorer imports fairseq's compiled
+    libbleu, which a fairseq built without it (the GPU kit's) lacks; the
+    study scores the translations itself, so its decoding asks fairseq for
+    sacreBLEU's scorer and translates every test sentence without libbleu."""
+    import fairseq
+    from fairseq_cli import generate
+
+    from fairseq_ctx.study.evaluate import GENERATE
+
+    monkeypatch.setitem(sys.modules, "fairseq.libbleu", None)  # `from fairseq import libbleu` raises
+    monkeypatch.delattr(fairseq, "libbleu", raising=False)
+    monkeypatch.setattr(sys, "argv", ["fairseq-generate", str(doc_corpus[1]), "--path",
+                                      str(trained_checkpoint("transformer")), "--user-dir",
+                                      str(REPO / "fairseq_ctx"), *GENERATE, "--cpu"])
+    generate.cli_main()
+    ids = sorted(int(line.split("\t")[0][2:]) for line in capsys.readouterr().out.splitlines()
+                 if line.startswith("D-"))
+    assert ids == list(range(14))  # doc_corpus's test set
+
+
 def test_the_gpu_study_call_as_the_runbook_sends_it(tmp_path):
     """scripts/gpu-call.sh's study step as a GPU machine runs it, on CPU at
     smoke size: several jobs (two start for two runs), the runs trained

@@ -20,8 +20,12 @@ from fairseq_ctx.study.train import (StudyError, children_cpu_seconds, history, 
                                      settings_of, write_whole)
 
 BEAM = 4
+# --scoring sacrebleu: the study scores the D- lines itself (fairseq_ctx.evaluation.bleu); the
+# BLEU line fairseq-generate prints is not read, and its default scorer needs fairseq's compiled
+# libbleu, which a fairseq built without it (the GPU kit's) lacks
 GENERATE = ["--gen-subset", "test", "--beam", str(BEAM), "--max-len-a", "1.5", "--max-len-b", "10",
-            "--batch-size", "64", "--required-batch-size-multiple", "1", "--remove-bpe", "sentencepiece"]
+            "--batch-size", "64", "--required-batch-size-multiple", "1", "--remove-bpe", "sentencepiece",
+            "--scoring", "sacrebleu"]
 
 
 def device_flags(device: str) -> List[str]:
