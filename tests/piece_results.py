@@ -11,11 +11,17 @@ it did not pass, the end of its report; written through a temporary file and
 a rename, so a kill leaves no half file. ``--skip-passed DONE``: tests whose
 file in DONE says passed (an earlier call's pieces, carried back) are
 deselected, so a second call goes on with the rest. With pytest-xdist only the
-controller writes (the workers' reports reach it one by one).
+controller writes (the workers' reports reach it one by one). A test's new
+piece replaces its piece named from another rootdir.
+
+    python3 -m tests.piece_results DIR [--prune]
+
+counts DIR's tests by outcome, each by its latest piece (:func:`main`).
 """
 import json
 import os
 import re
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -74,13 +80,32 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+def same_test(a: str, b: str) -> bool:
+    """Whether node ids ``a`` and ``b`` name one test under two rootdirs."""
+    return a in with_every_root([b]) or b in with_every_root([a])
+
+
 def _write(directory, doc):
+    """``doc`` as its test's piece; a piece of the same test named from
+    another rootdir (an earlier call's, carried back) is removed, so that
+    the directory holds each test's latest outcome once."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, piece_name(doc["nodeid"]))
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=2)
     os.replace(tmp, path)
+    for name in os.listdir(directory):
+        other = os.path.join(directory, name)
+        if not name.endswith(".json") or other == path:
+            continue
+        try:
+            with open(other) as f:
+                nodeid = json.load(f).get("nodeid", "")
+        except (OSError, ValueError):
+            continue
+        if same_test(nodeid, doc["nodeid"]):
+            os.remove(other)
 
 
 @pytest.hookimpl(trylast=True)
@@ -115,3 +140,53 @@ _CONFIG = {}
 
 def pytest_configure(config):
     _CONFIG["config"] = config
+
+
+def latest(directory) -> Tuple[Dict[str, dict], List[str]]:
+    """Each test's latest piece in ``directory`` (file name -> piece),
+    and the superseded ones (file names): of the pieces naming one test
+    under several rootdirs, the one named from the checkout (the shortest
+    id) is the latest, since every call after the first loan names tests
+    from the checkout (scripts/gpu-call.sh's ``--rootdir .``)."""
+    pieces = {}
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".json"):
+            with open(os.path.join(directory, name)) as f:
+                pieces[name] = json.load(f)
+    ids = {name: piece["nodeid"] for name, piece in pieces.items()}
+    superseded = {a for a in ids for b in ids
+                  if a != b and len(ids[b]) < len(ids[a]) and same_test(ids[a], ids[b])}
+    return {name: pieces[name] for name in pieces if name not in superseded}, sorted(superseded)
+
+
+def main(argv=None):
+    """``python3 -m tests.piece_results DIR [--prune]``: how many tests of
+    DIR's pieces passed, failed, ... by each test's latest piece, and the
+    tests that did not pass; ``--prune`` removes the superseded pieces (a
+    test's piece of the first loan, named from another rootdir, after a
+    later call ran it again)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python3 -m tests.piece_results", description=main.__doc__.split(";")[0])
+    p.add_argument("directory")
+    p.add_argument("--prune", action="store_true", help="remove the superseded pieces")
+    opts = p.parse_args(argv)
+    if not os.path.isdir(opts.directory):
+        p.error(f"{opts.directory}: no such directory")
+    kept, superseded = latest(opts.directory)
+    outcomes = {}
+    for piece in kept.values():
+        outcomes.setdefault(piece["outcome"], []).append(piece["nodeid"])
+    print(f"{len(kept)} tests: " + ", ".join(f"{len(v)} {k}" for k, v in sorted(outcomes.items())))
+    for outcome, nodeids in sorted(outcomes.items()):
+        if outcome != "passed":
+            print("\n".join(f"  {outcome}: {n}" for n in sorted(nodeids)))
+    if superseded:
+        print(f"{len(superseded)} superseded pieces" + (", removed" if opts.prune else " (--prune removes them)"))
+        if opts.prune:
+            for name in superseded:
+                os.remove(os.path.join(opts.directory, name))
+
+
+if __name__ == "__main__":
+    main()

@@ -242,6 +242,39 @@ def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path
         "test_toy.py::test_b"]
 
 
+def test_a_test_run_again_replaces_its_piece_named_from_another_rootdir(tmp_path):
+    """The first loan's pieces are named from ``/`` (``work/main/tests/...``),
+    later calls' from the checkout: a test run again leaves one piece, its
+    latest, whatever root its earlier one was named from; other tests'
+    pieces stay. In the checkout, where an archive is extracted over the
+    committed pieces, ``python3 -m tests.piece_results DIR --prune`` counts
+    each test's latest outcome and removes what it superseded."""
+    (tmp_path / "test_toy.py").write_text("def test_a():\n    pass\ndef test_b():\n    pass\n")
+    pieces = tmp_path / "pieces"
+    pieces.mkdir()
+    for test in ("test_a", "test_b"):
+        (pieces / f"work_main_test_toy.py_{test}.json").write_text(json.dumps(
+            {"nodeid": f"work/main/test_toy.py::{test}", "outcome": "failed"}))
+    res = subprocess.run([sys.executable, "-m", "pytest", "test_toy.py", "-q", "-p", "no:cacheprovider", "-p",
+                          "tests.piece_results", "--pieces", str(pieces), "-k", "test_a"], cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": REPO.as_posix()}, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stdout[-3000:]
+    found = {p: json.loads((pieces / p).read_text()) for p in _pieces(pieces)}
+    assert {p: (d["nodeid"], d["outcome"]) for p, d in found.items()} == {
+        "test_toy.py_test_a.json": ("test_toy.py::test_a", "passed"),
+        "work_main_test_toy.py_test_b.json": ("work/main/test_toy.py::test_b", "failed")}
+    # the checkout after the archive is extracted over it: the first loan's piece of test_a too
+    (pieces / "work_main_test_toy.py_test_a.json").write_text(json.dumps(
+        {"nodeid": "work/main/test_toy.py::test_a", "outcome": "failed"}))
+    summary = subprocess.run([sys.executable, "-m", "tests.piece_results", str(pieces), "--prune"], cwd=REPO,
+                             capture_output=True, text=True, timeout=120)
+    assert summary.returncode == 0, summary.stderr
+    assert summary.stdout.splitlines() == ["2 tests: 1 failed, 1 passed", "  failed: work/main/test_toy.py::test_b",
+                                           "1 superseded pieces, removed"]
+    assert _pieces(pieces) == ["test_toy.py_test_a.json", "work_main_test_toy.py_test_b.json"]
+
+
 def test_the_tests_call_names_tests_from_the_checkout_under_an_ini_file_above_it(tmp_path):
     """pytest takes its rootdir from the first ini file above its arguments:
     on the H200 of 2026-11-30 one lay above the checkout, and the pieces
