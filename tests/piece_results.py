@@ -167,7 +167,9 @@ def main(argv=None):
     later call ran it again)."""
     import argparse
 
-    p = argparse.ArgumentParser(prog="python3 -m tests.piece_results", description=main.__doc__.split(";")[0])
+    p = argparse.ArgumentParser(prog="python3 -m tests.piece_results",
+                                description="How many tests of DIR's pieces passed, failed, ... by each test's "
+                                            "latest piece, and the tests that did not pass.")
     p.add_argument("directory")
     p.add_argument("--prune", action="store_true", help="remove the superseded pieces")
     opts = p.parse_args(argv)
