@@ -38,20 +38,20 @@ order; this process settles that order before the first cell, so each
 cell's order is the policy's). A ``ctxenc`` cell also runs its batches
 without length groups (``one_pass_*``), as a paired comparison: where
 real context tokens fill less than ``CONTEXT_MIN_FILL`` of the padded
-context batch, ctxenc encodes the contexts in length groups (``CtxEncEncoder._context_chunks``), which
-saves the padding's FLOPs at the cost of more, smaller calls
-(docs/distributed-and-precision.md has the CPU's numbers); on a GPU,
-where small calls are launch-bound, one pass may be faster. Without
-groups the contexts go through the shared layers in one batch, or
-together with the sources where that joint batch wastes little
-(``JOINT_BATCH_MAX_WASTE``), as the model does for batches it does not
-group. ``one_pass_fresh_ms``: the first run without groups, after
-``fresh_ms`` on the same batches (so only the context encoder's shapes
-are new to it: this pair favours one pass); then each batch runs in
-groups (``seen_ms``) and without (``one_pass_seen_ms``) in turn, the fair
-pair. ``one_pass_kernels``: one profiled update without groups. Every
-cell's JSON is written to ``--out`` the moment it is done (``SIZE-MODEL-PRECISION-POLICY.json``):
-a run killed at a time limit keeps every finished cell. Cells already in
+context batch, ctxenc encodes the contexts in length groups
+(``CtxEncEncoder._context_chunks``), which saves the padding's FLOPs at
+the cost of more, smaller calls (docs/distributed-and-precision.md has
+the CPU's numbers); on a GPU, where small calls are launch-bound, one
+pass may be faster. Without groups the contexts go through the shared
+layers in one batch, or together with the sources where that joint batch
+wastes little (``JOINT_BATCH_MAX_WASTE``), as the model does for batches
+it does not group. ``one_pass_fresh_ms``: the first run without groups,
+after ``fresh_ms`` on the same batches (so only the context encoder's
+shapes are new to it: this pair favours one pass); then each batch runs
+in groups (``seen_ms``) and without (``one_pass_seen_ms``) in turn, the
+fair pair. ``one_pass_kernels``: one profiled update without groups.
+Every cell's JSON is written to ``--out`` the moment it is done
+(``SIZE-MODEL-PRECISION-POLICY.json``): a run killed at a time limit keeps every finished cell. Cells already in
 ``--out`` are skipped (``--redo`` measures them again), so a second run
 continues where the first stopped.
 
@@ -147,9 +147,9 @@ def cells_of(opts):
 @contextlib.contextmanager
 def ctxenc_one_pass():
     """Inside the block, ctxenc encodes no batch's contexts in length
-    groups (a fill threshold of 0 is always reached). The
-    diagnosis's own switch, to measure chunking on a GPU before the model
-    gets a flag for it."""
+    groups (a fill threshold of 0 is always reached): the diagnosis's own
+    switch, to measure the groups on a GPU before the model gets a flag
+    for them."""
     from fairseq_ctx.models import transformer_ctxenc
 
     before = transformer_ctxenc.CONTEXT_MIN_FILL
