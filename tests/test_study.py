@@ -1704,6 +1704,45 @@ def test_a_landed_run_is_not_trained_again_unless_a_warm_start_needs_it(tmp_path
 
 
 @pytest.mark.unit
+def test_one_runs_failed_evaluation_leaves_the_others_records_written(tmp_path, monkeypatch, capsys):
+    """A run whose evaluation fails (fairseq-generate exits non-zero) keeps
+    the record the results file had, the runs evaluated beside it are
+    written, and the command fails after, naming it."""
+    from types import SimpleNamespace
+
+    from fairseq_ctx.study import __main__ as driver
+    from fairseq_ctx.study.report import read
+    from fairseq_ctx.study.train import StudyError
+
+    results, out = tmp_path / "study.json", tmp_path / "out"
+    before = {"name": "transformer-wide", "status": "evaluated before", "seed": 1}
+    results.write_text(json.dumps({"runs": [before]}))
+    for name in ("transformer-wide", "concat"):
+        (out / name / "logs").mkdir(parents=True)
+        (out / name / "logs" / "epoch-001.log").write_text(_valid(1, 7.4, 263) + _end(1))
+        (out / name / "train.done").write_text(json.dumps({"updates": 4000, "train_seconds": 1.0, "budget": 4000,
+                                                           "final_valid_loss": 7.4}))
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "test.en").write_text("A line.\n")
+
+    def fake_evaluate(opts, run, rec, *args):
+        if run.name == "transformer-wide":
+            raise StudyError("transformer-wide: fairseq-generate failed (exit 1); see its log")
+        rec["status"] = "evaluated here"
+        return []
+
+    monkeypatch.setattr(driver, "evaluate_run", fake_evaluate)
+    opts = SimpleNamespace(out=str(out), results=str(results), data=str(tmp_path), settings=STUDY, runs=None,
+                           landed={}, study_data=None, device="cpu")
+    with pytest.raises(StudyError, match="the evaluation of transformer-wide failed"):
+        driver.evaluate_all(opts, runs.by_name(["transformer-wide", "concat"]), "bin", "user-dir")
+    written = read(str(results))[1]
+    assert written["transformer-wide"] == before and written["concat"]["status"] == "evaluated here"
+    assert "[study] transformer-wide: evaluation failed: transformer-wide: fairseq-generate failed" in \
+        capsys.readouterr().out
+
+
+@pytest.mark.unit
 def test_a_landed_run_trained_again_keeps_its_landed_record(tmp_path, monkeypatch):
     """Evaluating after the baseline was trained again for a warm start (a
     fresh machine): its landed record stays as committed, unless --runs

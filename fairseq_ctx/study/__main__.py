@@ -334,7 +334,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
     refs, fig_dir = read_refs(opts), fig_dir_of(opts)
 
-    records, hyps = [], {}
+    records, hyps, failed = [], {}, []
     previous_extra, previous_runs = report.read(opts.results)
     universe = runs_of_results(opts.results, selected, previous_runs)
     settings = opts.settings.with_budget(universe[0].budget) if universe[0].rung_of else opts.settings
@@ -363,8 +363,21 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
             continue
         if run in selected or evaluated:
             echo(f"[study] {run.name}: evaluating")
-            with evaluate.evaluating(opts.out, run, echo=echo):  # waits for a process writing its outputs
-                hyps[run.name] = evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir)
+            try:
+                with evaluate.evaluating(opts.out, run, echo=echo):  # waits for a process writing its outputs
+                    hyps[run.name] = evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir)
+            except StudyError as e:
+                # the other runs' records are still written (one failed fairseq-generate, as on a
+                # machine short of something, would otherwise cost every record of the call); this
+                # run keeps the record the results file had, if any, and the command fails after
+                echo(f"[study] {run.name}: evaluation failed: {e}")
+                failed.append(run.name)
+                if run.name in previous_runs:
+                    records[records.index(rec)] = previous_runs[run.name]
+                    if kept is not None:
+                        hyps[run.name] = kept
+                else:
+                    records.remove(rec)
 
     extra = {"setup": report.setup_record(opts.study_data, settings)}
     signature = report.pair_all(records, hyps, refs, previous_runs)
@@ -391,6 +404,8 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
     report.write(opts.results, records, extra)
     echo(report.markdown_table(records, extra["summary"]))
     echo(f"[study] results: {opts.results}, figures: {fig_dir}")
+    if failed:
+        raise StudyError(f"the evaluation of {', '.join(failed)} failed (above); the results file holds the others")
 
 
 def main(argv=None):
