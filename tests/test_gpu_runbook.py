@@ -336,6 +336,34 @@ def test_a_broken_cuda_context_costs_one_test_not_its_workers_rest(tmp_path):
         res.stdout[-3000:]
 
 
+# the run tool's limit on what it sends (the tracked tree and the carried paths)
+SEND_LIMIT = 64 * 2 ** 20
+
+
+def test_the_tree_and_its_carry_fit_what_the_gpu_tool_sends():
+    """The run tool sends the checkout's tracked files and the paths named
+    in carry, 64 MiB at most; above that no call of a loan starts. The
+    tracked tree with the kit (a copy of ../shared/gpu) and data/bible/bin,
+    as the runbook's calls carry them, must fit: a commit of large files
+    fails here, not on a GPU loan. Where the kit or the data is not on this
+    machine, their sizes of 2026-12-01 stand in."""
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout: the tracked files are not known")
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    tree = sum(os.path.getsize(REPO / name) for name in listed.decode().split("\0") if (REPO / name).is_file())
+
+    def size_of(path, measured):
+        if not path.is_dir():
+            return measured
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+    kit = size_of(REPO.parent / "shared" / "gpu", 12_810_236)
+    data = size_of(REPO / "data" / "bible" / "bin", 5_275_051)
+    assert tree + kit + data <= SEND_LIMIT, (
+        f"the tracked tree ({tree / 2 ** 20:.1f} MiB) with the GPU kit ({kit / 2 ** 20:.1f} MiB) and "
+        f"data/bible/bin ({data / 2 ** 20:.1f} MiB) is over the run tool's 64 MiB: a GPU loan could not start")
+
+
 @pytest.mark.unit
 def test_the_diagnosis_answers_the_first_calls_two_questions_first():
     """A first 2-minute call measures a few cells of 84: the Base
