@@ -38,20 +38,12 @@ def piece_name(nodeid: str) -> str:
 
 
 def passed_in(directory) -> set:
-    """Node ids that passed according to the pieces in ``directory``."""
-    out = set()
+    """Node ids that passed according to each test's latest piece in
+    ``directory`` (:func:`latest`: an earlier pass of a test that failed
+    since does not count)."""
     if not directory or not os.path.isdir(directory):
-        return out
-    for name in os.listdir(directory):
-        if name.endswith(".json"):
-            try:
-                with open(os.path.join(directory, name)) as f:
-                    piece = json.load(f)
-            except (OSError, ValueError):
-                continue
-            if piece.get("outcome") == "passed":
-                out.add(piece["nodeid"])
-    return out
+        return set()
+    return {piece["nodeid"] for piece in latest(directory)[0].values() if piece.get("outcome") == "passed"}
 
 
 def with_every_root(nodeids) -> set:
@@ -151,8 +143,13 @@ def latest(directory) -> Tuple[Dict[str, dict], List[str]]:
     pieces = {}
     for name in sorted(os.listdir(directory)):
         if name.endswith(".json"):
-            with open(os.path.join(directory, name)) as f:
-                pieces[name] = json.load(f)
+            try:
+                with open(os.path.join(directory, name)) as f:
+                    piece = json.load(f)
+            except (OSError, ValueError):  # not a piece (or one on its way): left out
+                continue
+            if isinstance(piece, dict) and "nodeid" in piece:
+                pieces[name] = piece
     ids = {name: piece["nodeid"] for name, piece in pieces.items()}
     superseded = {a for a in ids for b in ids
                   if a != b and len(ids[b]) < len(ids[a]) and same_test(ids[a], ids[b])}

@@ -190,8 +190,9 @@ def test_a_ctxenc_cell_times_its_batches_in_length_groups_and_in_one_pass(tmp_pa
                                          max_len=40, docs_every=4), tmp_path / "bin")
     out = tmp_path / "diag"
     res = subprocess.run([sys.executable, "scripts/speed_diagnosis.py", str(data), "--out", str(out),
-                          "--device", "cpu", "--sizes", "toy", "--models", "transformer", "ctxenc", "--precisions", "fp32",
-                          "--policies", "math", "--updates", "2", "--threads", "1", "--max-tokens", "4096"],
+                          "--device", "cpu", "--sizes", "toy", "--models", "transformer", "ctxenc",
+                          "--precisions", "fp32", "--policies", "math", "--updates", "2", "--threads", "1",
+                          "--max-tokens", "4096"],
                          cwd=REPO, env=cli_process.env_with_python({**os.environ, "OMP_NUM_THREADS": "1"}),
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -273,6 +274,13 @@ def test_a_test_run_again_replaces_its_piece_named_from_another_rootdir(tmp_path
     assert summary.stdout.splitlines() == ["2 tests: 1 failed, 1 passed", "  failed: work/main/test_toy.py::test_b",
                                            "1 superseded pieces, removed"]
     assert _pieces(pieces) == ["test_toy.py_test_a.json", "work_main_test_toy.py_test_b.json"]
+    # unpruned, a test's earlier pass does not deselect it once its latest piece says it failed
+    from tests.piece_results import passed_in
+
+    (pieces / "work_main_test_toy.py_test_c.json").write_text(json.dumps(
+        {"nodeid": "work/main/test_toy.py::test_c", "outcome": "passed"}))
+    (pieces / "test_toy.py_test_c.json").write_text(json.dumps({"nodeid": "test_toy.py::test_c", "outcome": "failed"}))
+    assert passed_in(pieces) == {"test_toy.py::test_a"}
 
 
 def test_the_tests_call_names_tests_from_the_checkout_under_an_ini_file_above_it(tmp_path):
@@ -343,14 +351,18 @@ SEND_LIMIT = 64 * 2 ** 20
 def test_the_tree_and_its_carry_fit_what_the_gpu_tool_sends():
     """The run tool sends the checkout's tracked files and the paths named
     in carry, 64 MiB at most; above that no call of a loan starts. The
-    tracked tree with the kit (a copy of ../shared/gpu) and data/bible/bin,
-    as the runbook's calls carry them, must fit: a commit of large files
-    fails here, not on a GPU loan. Where the kit or the data is not on this
+    tree (tracked and untracked files that git does not ignore) with the
+    kit (a copy of ../shared/gpu) and data/bible/bin, as the runbook's
+    calls carry them, must fit: a commit of large files fails here, not on
+    a GPU loan. Where the kit or the data is not on this
     machine, their sizes of 2026-12-01 stand in."""
-    if not (REPO / ".git").exists():
-        pytest.skip("not a git checkout: the tracked files are not known")
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
-    tree = sum(os.path.getsize(REPO / name) for name in listed.decode().split("\0") if (REPO / name).is_file())
+    # what the tool sends: the tracked files and the untracked ones git does not ignore
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True)
+    if listed.returncode != 0:
+        pytest.skip(f"not a git checkout here: the files sent are not known ({listed.stderr.decode().strip()})")
+    tree = sum(os.path.getsize(REPO / name) for name in set(listed.stdout.decode().split("\0"))
+               if (REPO / name).is_file())
 
     def size_of(path, measured):
         if not path.is_dir():

@@ -1743,6 +1743,47 @@ def test_one_runs_failed_evaluation_leaves_the_others_records_written(tmp_path, 
 
 
 @pytest.mark.unit
+@pytest.mark.filterwarnings("ignore:No artists with labels found")  # the kept record has no curve to plot
+def test_a_failed_evaluation_leaves_the_committed_translations_beside_the_record_it_keeps(tmp_path, monkeypatch):
+    """The figure directory's copies of a run's outputs (here its test
+    translations) are made once every step of its evaluation has run: a
+    step that fails after the decode (validation here) leaves the
+    translations committed with the record the results file keeps."""
+    from types import SimpleNamespace
+
+    from fairseq_ctx.study import __main__ as driver
+    from fairseq_ctx.study import evaluate, report
+    from fairseq_ctx.study.train import StudyError
+
+    results, out = tmp_path / "study.json", tmp_path / "out"
+    before = {"name": "transformer-wide", "status": "evaluated before", "seed": 1}
+    results.write_text(json.dumps({"runs": [before]}))
+    (tmp_path / "study" / "hyps").mkdir(parents=True)  # the results file's figure directory
+    (tmp_path / "study" / "hyps" / "transformer-wide.test.hyp").write_text("OLD\n")
+    (out / "transformer-wide" / "logs").mkdir(parents=True)
+    (out / "transformer-wide" / "logs" / "epoch-001.log").write_text(_valid(1, 7.4, 263) + _end(1))
+    (out / "transformer-wide" / "train.done").write_text(json.dumps({"updates": 4000, "train_seconds": 1.0,
+                                                                     "budget": 4000, "final_valid_loss": 7.4}))
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "test.en").write_text("A line.\n")
+    decoded = tmp_path / "new.hyp"
+    decoded.write_text("NEW\n")
+
+    def validate(*args, **kwargs):
+        raise StudyError("transformer-wide: fairseq-validate failed (exit 1)")
+
+    monkeypatch.setattr(evaluate, "decode", lambda *a, **k: {"hyps": ["NEW"], "path": str(decoded), "seconds": 1.0,
+                                                            "cpu_seconds": 1.0})
+    monkeypatch.setattr(evaluate, "validate", validate)
+    opts = SimpleNamespace(out=str(out), results=str(results), data=str(tmp_path), settings=STUDY, runs=None,
+                           landed={}, study_data=None, study_dir=None, device="cpu")
+    with pytest.raises(StudyError, match="the evaluation of transformer-wide failed"):
+        driver.evaluate_all(opts, runs.by_name(["transformer-wide"]), "bin", "user-dir")
+    assert report.read(str(results))[1]["transformer-wide"] == before
+    assert report.read_hyps(str(tmp_path / "study"), "transformer-wide") == ["OLD"]
+
+
+@pytest.mark.unit
 def test_a_landed_run_trained_again_keeps_its_landed_record(tmp_path, monkeypatch):
     """Evaluating after the baseline was trained again for a warm start (a
     fresh machine): its landed record stays as committed, unless --runs

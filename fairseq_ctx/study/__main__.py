@@ -200,28 +200,34 @@ def evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir) -> list:
     from fairseq_ctx.study.data import set_dir
 
     settings, device = opts.settings, opts.device
+    # every step first, then the copies into the figure directory (translations, usage report,
+    # attribution page, analysis), which are committed with the results: a step that fails leaves
+    # the copies of the run's earlier evaluation as they were, beside the record it keeps
     dec = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), settings, device=device)
     bleu, rec["signature"] = detok_bleu(dec["hyps"], refs)
     chrf_score, rec["chrf_signature"] = chrf(dec["hyps"], refs)
     rec["bleu"], rec["chrf"] = round(bleu, 2), round(chrf_score, 2)
     rec["decode_seconds"], rec["decode_cpu_seconds"] = dec["seconds"], dec["cpu_seconds"]
-    report.keep_hyps(fig_dir, run.name, dec["path"])
     valid = evaluate.validate(opts.out, run, bin_dir, user_dir, settings, device=device)
-    rec["valid_loss"], rec["valid_nll_loss"] = valid["valid_loss"], valid["valid_nll_loss"]
     spm_model = os.path.join(opts.data, "spm", "spm.model")
     full = evaluate.usage(opts.out, run, bin_dir, spm_model, set_dir(opts.study_dir), settings, device=device)
+    if run.uses_context:
+        attribution = evaluate.gender_cues(opts.out, run, os.path.join(opts.data, "raw"))
+        shuf = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), settings, shuffled=True, device=device)
+    target = evaluate.analysis(opts.out, run, bin_dir, settings, device=device)
+
+    report.keep_hyps(fig_dir, run.name, dec["path"])
+    rec["valid_loss"], rec["valid_nll_loss"] = valid["valid_loss"], valid["valid_nll_loss"]
     rec["usage"] = evaluate.usage_summary(full)
     rec["usage_report"] = report.keep_usage(fig_dir, run.name, os.path.join(evaluate.eval_dir(opts.out, run),
                                                                            "usage.json"), opts.results)
     if run.uses_context:
-        rec["usage"]["attribution"] = evaluate.gender_cues(opts.out, run, os.path.join(opts.data, "raw"))
+        rec["usage"]["attribution"] = attribution
         page = os.path.join(fig_dir, f"{run.name}-attribution.html")
         shutil.copy(evaluate.attribution_path(opts.out, run, "html"), page)
         rec["attribution_page"] = os.path.relpath(page, os.path.dirname(opts.results))
-        shuf = evaluate.decode(opts.out, run, bin_dir, user_dir, len(refs), settings, shuffled=True, device=device)
         rec["shuffled_bleu"] = round(detok_bleu(shuf["hyps"], refs)[0], 2)
         report.shuffled_drop(rec, dec["hyps"], shuf["hyps"], refs)
-    target = evaluate.analysis(opts.out, run, bin_dir, settings, device=device)
     if target:
         dest = os.path.join(fig_dir, f"{run.name}-{os.path.basename(target)}")
         if os.path.isdir(target):
@@ -328,6 +334,7 @@ def results_path(argv) -> str:
 def evaluate_all(opts, selected, bin_dir, user_dir):
     import logging
 
+    from fairseq_ctx.evaluation.bleu import EvaluationError
     from fairseq_ctx.study import evaluate, report
 
     # importing fairseq leaves the root logger at DEBUG; matplotlib would list every font it tries
@@ -366,7 +373,7 @@ def evaluate_all(opts, selected, bin_dir, user_dir):
             try:
                 with evaluate.evaluating(opts.out, run, echo=echo):  # waits for a process writing its outputs
                     hyps[run.name] = evaluate_run(opts, run, rec, bin_dir, user_dir, refs, fig_dir)
-            except StudyError as e:
+            except (StudyError, EvaluationError) as e:
                 # the other runs' records are still written (one failed fairseq-generate, as on a
                 # machine short of something, would otherwise cost every record of the call); this
                 # run keeps the record the results file had, if any, and the command fails after
@@ -479,11 +486,15 @@ def main(argv=None):
                                           opts.deadline_at)
             else:
                 train_all(opts, selected, bin_dir, user_dir)
+        failed = f"a training process failed (exit codes {codes}); what finished is evaluated" if any(codes) else ""
         if opts.stage in ("evaluate", "all"):
             # what finished is evaluated even when a training process failed
-            evaluate_all(opts, selected, bin_dir, user_dir)
-        if any(codes):
-            raise StudyError(f"a training process failed (exit codes {codes}); what finished is evaluated")
+            try:
+                evaluate_all(opts, selected, bin_dir, user_dir)
+            except StudyError as e:
+                raise StudyError(f"{failed}; {e}" if failed else str(e)) from None
+        if failed:
+            raise StudyError(failed)
     except StudyError as e:
         sys.exit(f"{ERROR_PREFIX}{e}")
 
