@@ -1703,6 +1703,15 @@ def test_a_landed_run_is_not_trained_again_unless_a_warm_start_needs_it(tmp_path
                                        "updates, landed 6.25 at 526)")
 
 
+def _finished_run(out, name):
+    """``out/name`` as training leaves a run: one epoch's log and its
+    train.done at the study's budget."""
+    (out / name / "logs").mkdir(parents=True)
+    (out / name / "logs" / "epoch-001.log").write_text(_valid(1, 7.4, 263) + _end(1))
+    (out / name / "train.done").write_text(json.dumps({"updates": 4000, "train_seconds": 1.0, "budget": 4000,
+                                                       "final_valid_loss": 7.4}))
+
+
 @pytest.mark.unit
 def test_one_runs_failed_evaluation_leaves_the_others_records_written(tmp_path, monkeypatch, capsys):
     """A run whose evaluation fails (fairseq-generate exits non-zero) keeps
@@ -1718,10 +1727,7 @@ def test_one_runs_failed_evaluation_leaves_the_others_records_written(tmp_path, 
     before = {"name": "transformer-wide", "status": "evaluated before", "seed": 1}
     results.write_text(json.dumps({"runs": [before]}))
     for name in ("transformer-wide", "concat"):
-        (out / name / "logs").mkdir(parents=True)
-        (out / name / "logs" / "epoch-001.log").write_text(_valid(1, 7.4, 263) + _end(1))
-        (out / name / "train.done").write_text(json.dumps({"updates": 4000, "train_seconds": 1.0, "budget": 4000,
-                                                           "final_valid_loss": 7.4}))
+        _finished_run(out, name)
     (tmp_path / "raw").mkdir()
     (tmp_path / "raw" / "test.en").write_text("A line.\n")
 
@@ -1760,10 +1766,7 @@ def test_a_failed_evaluation_leaves_the_committed_translations_beside_the_record
     results.write_text(json.dumps({"runs": [before]}))
     (tmp_path / "study" / "hyps").mkdir(parents=True)  # the results file's figure directory
     (tmp_path / "study" / "hyps" / "transformer-wide.test.hyp").write_text("OLD\n")
-    (out / "transformer-wide" / "logs").mkdir(parents=True)
-    (out / "transformer-wide" / "logs" / "epoch-001.log").write_text(_valid(1, 7.4, 263) + _end(1))
-    (out / "transformer-wide" / "train.done").write_text(json.dumps({"updates": 4000, "train_seconds": 1.0,
-                                                                     "budget": 4000, "final_valid_loss": 7.4}))
+    _finished_run(out, "transformer-wide")
     (tmp_path / "raw").mkdir()
     (tmp_path / "raw" / "test.en").write_text("A line.\n")
     decoded = tmp_path / "new.hyp"
@@ -1796,10 +1799,7 @@ def test_a_landed_run_trained_again_keeps_its_landed_record(tmp_path, monkeypatc
     committed = read(os.path.join(REPO, "benchmarks", "study-bible-budget.json"))[1]["transformer"]
     results, out = tmp_path / "study.json", tmp_path / "out"
     results.write_text(json.dumps({"runs": [committed]}))
-    (out / "transformer" / "logs").mkdir(parents=True)
-    (out / "transformer" / "logs" / "epoch-001.log").write_text(_valid(1, 7.4, 263) + _end(1))
-    (out / "transformer" / "train.done").write_text(json.dumps({"updates": 4000, "train_seconds": 1.0,
-                                                                "budget": 4000, "final_valid_loss": 7.4}))
+    _finished_run(out, "transformer")
     (tmp_path / "raw").mkdir()
     (tmp_path / "raw" / "test.en").write_text("A line.\n")
 
