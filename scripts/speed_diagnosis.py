@@ -217,10 +217,16 @@ def run_cells(opts, cells):
         if device.type == "cuda":
             torch.cuda.synchronize()
 
+    steps = [0]  # train_step calls: a cell's calls less the updates they made are those fp16 skipped
+
+    def step(trainer, sample):
+        steps[0] += 1
+        trainer.train_step([sample])
+
     def timed(trainer, sample):
         sync()
         start = time.perf_counter()
-        trainer.train_step([sample])
+        step(trainer, sample)
         sync()
         return (time.perf_counter() - start) * 1000
 
@@ -239,8 +245,8 @@ def run_cells(opts, cells):
             fused_attention.restore_sdpa_state(torch_default)
             fused_attention.apply_policy(cell["policy"])
         state = fused_attention.sdpa_state()
-        updates_before = trainer.get_num_updates()
-        trainer.train_step([next_batch(cell, task, model)])  # untimed: allocations, first-call set-up
+        updates_before, steps_before = trainer.get_num_updates(), steps[0]
+        step(trainer, next_batch(cell, task, model))  # untimed: allocations, first-call set-up
         samples = [next_batch(cell, task, model) for _ in range(opts.updates)]
         fresh = [timed(trainer, s) for s in samples]
         paired = {}
@@ -253,14 +259,14 @@ def run_cells(opts, cells):
                 with ctxenc_one_pass():
                     paired["one_pass_seen_ms"].append(timed(trainer, s))
             with ctxenc_one_pass(), fused_attention.recorded_kernels() as one_pass_kernels:
-                trainer.train_step([samples[0]])
+                step(trainer, samples[0])
             sync()
             paired.update({k.replace("_ms", "_median_ms"): statistics.median(v) for k, v in paired.items()},
                           one_pass_kernels=dict(one_pass_kernels))
         else:
             seen = [timed(trainer, s) for s in samples]
         with fused_attention.recorded_kernels() as kernels:
-            trainer.train_step([samples[0]])
+            step(trainer, samples[0])
         sync()
         state_after = fused_attention.sdpa_state()  # what the updates left: torch may reorder at a call
         result = dict(cell, fresh_ms=fresh, seen_ms=seen, fresh_median_ms=statistics.median(fresh),
@@ -268,8 +274,8 @@ def run_cells(opts, cells):
                       tokens_per_update=statistics.mean(int(s["ntokens"]) for s in samples),
                       shapes=[[int(s["net_input"]["src_tokens"].size(0)), int(s["net_input"]["src_tokens"].size(1)),
                                int(s["target"].size(1))] for s in samples],
-                      skipped_updates=(2 * opts.updates + 2 + (2 * opts.updates + 1 if paired else 0)
-                                       - (trainer.get_num_updates() - updates_before)), **paired,
+                      skipped_updates=steps[0] - steps_before - (trainer.get_num_updates() - updates_before),
+                      **paired,
                       kernels=dict(kernels), sdpa_state=state, sdpa_state_after=state_after,
                       torch_default_state=torch_default,
                       params=sum(p.numel() for p in model.parameters()),

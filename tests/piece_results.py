@@ -87,17 +87,25 @@ def _write(directory, doc):
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=2)
     os.replace(tmp, path)
-    for name in os.listdir(directory):
-        other = os.path.join(directory, name)
-        if not name.endswith(".json") or other == path:
-            continue
-        try:
-            with open(other) as f:
-                nodeid = json.load(f).get("nodeid", "")
-        except (OSError, ValueError):
-            continue
-        if same_test(nodeid, doc["nodeid"]):
-            os.remove(other)
+    for name, piece in _read_pieces(directory).items():
+        if name != os.path.basename(path) and same_test(piece["nodeid"], doc["nodeid"]):
+            os.remove(os.path.join(directory, name))
+
+
+def _read_pieces(directory) -> Dict[str, dict]:
+    """The pieces in ``directory``, file name -> piece, by name; what is
+    not a piece (or one on its way) is left out."""
+    pieces = {}
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".json"):
+            try:
+                with open(os.path.join(directory, name)) as f:
+                    piece = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if isinstance(piece, dict) and "nodeid" in piece:
+                pieces[name] = piece
+    return pieces
 
 
 @pytest.hookimpl(trylast=True)
@@ -140,16 +148,7 @@ def latest(directory) -> Tuple[Dict[str, dict], List[str]]:
     under several rootdirs, the one named from the checkout (the shortest
     id) is the latest, since every call after the first loan names tests
     from the checkout (scripts/gpu-call.sh's ``--rootdir .``)."""
-    pieces = {}
-    for name in sorted(os.listdir(directory)):
-        if name.endswith(".json"):
-            try:
-                with open(os.path.join(directory, name)) as f:
-                    piece = json.load(f)
-            except (OSError, ValueError):  # not a piece (or one on its way): left out
-                continue
-            if isinstance(piece, dict) and "nodeid" in piece:
-                pieces[name] = piece
+    pieces = _read_pieces(directory)
     ids = {name: piece["nodeid"] for name, piece in pieces.items()}
     superseded = {a for a in ids for b in ids
                   if a != b and len(ids[b]) < len(ids[a]) and same_test(ids[a], ids[b])}
