@@ -77,7 +77,6 @@ Examples::
     python3 scripts/speed_diagnosis.py --summary-of benchmarks/gpu/diagnosis
 """
 import argparse
-import contextlib
 import json
 import os
 import statistics
@@ -144,22 +143,6 @@ def cells_of(opts):
     return sorted(out, key=tier)  # stable: the order above within a tier
 
 
-@contextlib.contextmanager
-def ctxenc_one_pass():
-    """Inside the block, ctxenc encodes no batch's contexts in length
-    groups (a fill threshold of 0 is always reached): the diagnosis's own
-    switch, to measure the groups on a GPU before the model gets a flag
-    for them."""
-    from fairseq_ctx.models import transformer_ctxenc
-
-    before = transformer_ctxenc.CONTEXT_MIN_FILL
-    transformer_ctxenc.CONTEXT_MIN_FILL = 0.0
-    try:
-        yield
-    finally:
-        transformer_ctxenc.CONTEXT_MIN_FILL = before
-
-
 def cell_name(cell):
     return f"{cell['size']}-{cell['model']}-{cell['precision']}-{cell['policy']}.json"
 
@@ -171,6 +154,7 @@ def run_cells(opts, cells):
     import torch.nn.functional as F
     from fairseq import utils
 
+    from fairseq_ctx.models.transformer_ctxenc import contexts_in_one_pass
     from fairseq_ctx.modules import fused_attention
 
     torch.manual_seed(1)
@@ -251,14 +235,14 @@ def run_cells(opts, cells):
         fresh = [timed(trainer, s) for s in samples]
         paired = {}
         if cell["model"] == "ctxenc":
-            with ctxenc_one_pass():
+            with contexts_in_one_pass():
                 paired["one_pass_fresh_ms"] = [timed(trainer, s) for s in samples]
             seen, paired["one_pass_seen_ms"] = [], []
             for s in samples:
                 seen.append(timed(trainer, s))
-                with ctxenc_one_pass():
+                with contexts_in_one_pass():
                     paired["one_pass_seen_ms"].append(timed(trainer, s))
-            with ctxenc_one_pass(), fused_attention.recorded_kernels() as one_pass_kernels:
+            with contexts_in_one_pass(), fused_attention.recorded_kernels() as one_pass_kernels:
                 step(trainer, samples[0])
             sync()
             paired.update({k.replace("_ms", "_median_ms"): statistics.median(v) for k, v in paired.items()},

@@ -23,6 +23,13 @@ fairseq's parser derives from ``--bf16``, is turned off as on a GPU).
 
     python3 scripts/update_ops.py data/bible/bin --json benchmarks/update-ops.json
 
+``--ctxenc-one-pass`` counts the context encoder with its contexts in one
+pass (``transformer_ctxenc.contexts_in_one_pass``): without the length
+groups it forms where padding would fill most of a batch's contexts, the
+padding's FLOPs saved at the cost of more, smaller calls (the groups
+follow the batch's context lengths, so that count is the one that depends
+on the data).
+
 ``--decoding-step`` counts one incremental decoding step instead (the
 third, as fairseq's beam search calls the model: decoder and log-softmax,
 no autograd), of every architecture and decoder-side option
@@ -110,10 +117,15 @@ def count_update(trainer, sample):
             "ops": dict((count.before + count.after).most_common())}
 
 
-def measure(data_bin, arch, precision="fp32", optimizer="adam_foreach"):
+def measure(data_bin, arch, precision="fp32", optimizer="adam_foreach", ctxenc_one_pass=False):
+    import contextlib
+
+    from fairseq_ctx.models.transformer_ctxenc import contexts_in_one_pass
+
     trainer, sample = build_trainer(trainer_args(data_bin, arch, precision, optimizer))
-    trainer.train_step([sample])  # creates the optimizer state
-    result = count_update(trainer, sample)
+    with contexts_in_one_pass() if ctxenc_one_pass else contextlib.nullcontext():
+        trainer.train_step([sample])  # creates the optimizer state
+        result = count_update(trainer, sample)
     result["parameters"] = sum(1 for p in trainer.model.parameters() if p.requires_grad)
     return result
 
@@ -159,6 +171,8 @@ def main(argv=None):
     parser.add_argument("--optimizers", nargs="+", default=list(OPTIMIZERS), choices=OPTIMIZERS)
     parser.add_argument("--decoding-step", action="store_true",
                         help="count one incremental decoding step of each of STEP_VARIANTS instead")
+    parser.add_argument("--ctxenc-one-pass", action="store_true",
+                        help="transformer_ctxenc with its contexts in one pass, not in length groups")
     parser.add_argument("--json", help="write the counts here")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.data_bin):
@@ -183,9 +197,12 @@ def main(argv=None):
     for arch in ([] if args.decoding_step else args.archs):
         for precision in args.precision:
             for optimizer in args.optimizers:
-                r = measure(args.data_bin, arch, precision, optimizer)
-                rows.append({"arch": arch, "precision": precision, "optimizer": optimizer, **r})
-                print(f"| {arch} | {precision} | {optimizer} | {r['parameters']} | {r['total']:,} | "
+                one_pass = args.ctxenc_one_pass and arch == "transformer_ctxenc"
+                r = measure(args.data_bin, arch, precision, optimizer, ctxenc_one_pass=one_pass)
+                rows.append({"arch": arch, "precision": precision, "optimizer": optimizer, **r,
+                             **({"ctxenc_one_pass": True} if one_pass else {})})
+                name = f"{arch} (contexts in one pass)" if one_pass else arch
+                print(f"| {name} | {precision} | {optimizer} | {r['parameters']} | {r['total']:,} | "
                       f"{r['after_backward']:,} |", flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -57,6 +57,7 @@ Presets: ``transformer_ctxenc`` (Base), ``transformer_ctxenc_big``
 (``transformer_wmt_en_de_big``), ``transformer_ctxenc_iwslt_de_en`` (small),
 ``transformer_ctxenc_tiny`` (tests).
 """
+import contextlib
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -92,6 +93,23 @@ JOINT_BATCH_MAX_WASTE = 1.25
 CONTEXT_MIN_FILL = 0.8
 MAX_CONTEXT_CHUNKS = 4
 MIN_CHUNK_ROWS = 8
+
+
+@contextlib.contextmanager
+def contexts_in_one_pass():
+    """Inside the block no batch's contexts are encoded in length groups (a
+    fill threshold of 0 is always reached). The groups save the padding's
+    FLOPs at the cost of more, smaller calls, which may be slower where an
+    update is launch-bound (a GPU); this switch is for the measurements of
+    that trade (scripts/speed_diagnosis.py, scripts/update_ops.py), and the
+    model gets no flag for it until a GPU has measured it."""
+    global CONTEXT_MIN_FILL
+    before = CONTEXT_MIN_FILL
+    CONTEXT_MIN_FILL = 0.0
+    try:
+        yield
+    finally:
+        CONTEXT_MIN_FILL = before
 
 
 def validate_ctxenc_args(args):
