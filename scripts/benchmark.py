@@ -36,6 +36,12 @@ binarized data and with the same model size:
   (``doc_order_speedup``); the hypotheses that differ between the two
   (``doc_order_differing``, the tests require none) and the largest score
   difference among the others (``doc_order_max_score_diff``) are recorded;
+* with ``--profile-steps``, one more training update and one decoded batch
+  under the profiler (``train_profile``, ``decode_profile``;
+  scripts/step_profile.py): the share of the wall time a GPU kernel ran,
+  and the host's time inside operations, waiting for the GPU and between
+  operations, which says whether a ratio below its FLOP bound comes from
+  launches, Python or the GPU's work;
 
 each as a ratio against plain ``transformer`` measured in the same run. Times
 are the process's CPU time when it runs one thread on CPU (``--clock auto``,
@@ -250,6 +256,18 @@ def measure(opts):
     # the attention kernels that ran in one more (untimed) update, by the profiler
     with fused_attention.recorded_kernels() as train_kernels:
         trainer.train_step([timed_samples[0]])
+    profiles = {}
+
+    def profiled(key, fn):
+        import step_profile  # this directory's
+
+        try:
+            profiles[key] = step_profile.profile_call(fn, device.type == "cuda")
+        except Exception as e:  # a diagnosis: where the profiler cannot run, the measurement stands without it
+            profiles[key] = {"error": f"{type(e).__name__}: {e}"}
+
+    if opts.profile_steps:
+        profiled("train_profile", lambda: trainer.train_step([timed_samples[0]]))
     timed_samples = [utils.move_to_cuda(s, device) if device.type == "cuda" else s for s in timed_samples]
     phase_done("train")
 
@@ -300,6 +318,9 @@ def measure(opts):
         if sents >= opts.decode_sentences:
             break
     decode_tok_s, _, gen_tokens, _ = timed_decode(decode_samples)
+    if opts.profile_steps:
+        with torch.no_grad():
+            profiled("decode_profile", lambda: task.inference_step(generator, [model], decode_samples[0]))
     phase_done("decode")
     # read before the document-order decodes, which only the baseline and
     # ctxenc run (all their batches held, and ctxenc's cached states)
@@ -358,7 +379,7 @@ def measure(opts):
             "batches_sha1": digest.hexdigest(), "params": params, "train_tok_s": train_tok_s,
             "decode_sent_s": decode_tok_s * sents / gen_tokens, "decode_tok_s": decode_tok_s, "peak_mem_mb": peak_mb,
             "decoded_sentences": sents, "decoded_tokens": gen_tokens, "timed_train_tokens": tokens, **full, **flops,
-            "phase_s": phases}
+            **profiles, "phase_s": phases}
 
 
 def count_model_flops(model, criterion, task, generator, timed_samples, decode_samples, full_samples,
@@ -520,17 +541,24 @@ def markdown_table(doc) -> str:
     base = results["transformer"]
     gpu = "train_mfu" in base  # MFU columns: a GPU run whose peak is known
     kernels = "sdpa_kernels_train" in base  # which attention kernels ran (runs since they are recorded)
+    profiled = any("wall_ms" in res.get("train_profile", {}) for res in results.values())  # --profile-steps
     lines = ["| variant | params | training: ratio | bound | ratio / bound | decoding: ratio | bound "
              "| ratio / bound | peak memory |" + (" train MFU | decode MFU |" if gpu else "")
-             + (" attention kernels, training update |" if kernels else ""),
-             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if gpu else "") + ("---|" if kernels else "")]
+             + (" attention kernels, training update |" if kernels else "")
+             + (" profiled update: GPU busy, between ops | profiled decode batch: GPU busy, between ops |"
+                if profiled else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if gpu else "") + ("---|" if kernels else "")
+             + ("---|---|" if profiled else "")]
     for label, res in results.items():
         name = f"`{label}` ({base['train_tok_s']:.0f} train tok/s, {base['decode_tok_s']:.0f} decode tok/s)" \
             if label == "transformer" else f"`{label}`"
         mfu = f" {res['train_mfu']:.1%} | {res['decode_mfu']:.1%} |" if gpu else ""
         ran = f" {kernel_summary(res.get('sdpa_kernels_train', {}))} |" if kernels else ""
+        shares = "".join(f" {profile_shares(res.get(key))} |" for key in ("train_profile", "decode_profile")) \
+            if profiled else ""
         lines.append(f"| {name} | {res['params'] / 1e6:.2f}M | {quotient(res, 'train_ratio', 'train_bound')} "
-                     f"| {quotient(res, 'decode_ratio', 'decode_bound')} | {res['peak_mem_mb_ratio']:.2f}x |{mfu}{ran}")
+                     f"| {quotient(res, 'decode_ratio', 'decode_bound')} | {res['peak_mem_mb_ratio']:.2f}x |{mfu}{ran}"
+                     f"{shares}")
     doc_rows = [(label, res) for label, res in results.items() if "doc_order_decode_ratio" in res]
     if doc_rows:
         lines += ["", f"Every `{settings['gen_subset']}` sentence in fairseq-generate's order, against the "
@@ -542,6 +570,19 @@ def markdown_table(doc) -> str:
                          f"{res['doc_order_speedup']:.3f}x its ordinary decode) "
                          f"| {quotient(res, 'doc_order_decode_ratio', 'doc_order_decode_bound')} |")
     return "\n".join(lines) + "\n"
+
+
+def profile_shares(profile) -> str:
+    """``41%, 23%`` from a step profile (scripts/step_profile.py): the share
+    of its wall time a GPU kernel ran (``-`` on CPU) and the share outside
+    every operation (Python and the framework); the profiler's error, or
+    ``-`` where there is none."""
+    if not profile:
+        return "-"
+    if "error" in profile:
+        return f"not profiled ({profile['error'][:60]})"
+    busy = f"{profile['device_busy']:.0%}" if profile.get("device_busy") is not None else "-"
+    return f"{busy}, {profile['between_ops_ms'] / profile['wall_ms']:.0%}"
 
 
 def kernel_summary(counts) -> str:
@@ -610,6 +651,8 @@ def run_child(opts, label, arch, flags, first=None, timeout=None):
         cmd += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
     if not opts.doc_order:
         cmd.append("--no-doc-order")
+    if getattr(opts, "profile_steps", False):
+        cmd.append("--profile-steps")
     if label == "transformer":
         cmd.append("--baseline")  # decodes every sentence for the document-order ratios
     if first is not None:
@@ -682,7 +725,8 @@ def aggregate(runs):
     for label, res in results.items():
         first = runs[label][0]
         res["device_name"], res["peak_flops"] = first["device_name"], first["peak_flops"]
-        for key in ("optimizer", "loss_scale", "sdpa_policy", "sdpa_kernels_train", "sdpa_kernels_decode"):
+        for key in ("optimizer", "loss_scale", "sdpa_policy", "sdpa_kernels_train", "sdpa_kernels_decode",
+                    "train_profile", "decode_profile"):
             if key in first:
                 res[key] = first[key]
     add_mfu(results)
@@ -767,6 +811,9 @@ def main():
                    help="skip the document-order decode (every sentence of --gen-subset, ordinary and with "
                         "reused sentence states, for the baseline and transformer_ctxenc; skipped anyway when no variant "
                         "can reuse states)")
+    p.add_argument("--profile-steps", action="store_true",
+                   help="profile one more training update and one decoded batch of each child "
+                        "(scripts/step_profile.py: GPU busy time, host time in operations, waits and between them)")
     p.add_argument("--optimizer", default="adam",
                    help="fairseq's --optimizer (default adam; any Adam-like optimizer that takes --adam-betas)")
     p.add_argument("--sdpa", metavar="POLICY",

@@ -163,7 +163,7 @@ case "$STEP" in
     log "benchmark, deadline ${deadline} s"
     # GPU-sized work in short children (~1 min each; --deadline-s starts none that would not end in time)
     python3 scripts/benchmark.py "$DATA" --size base --device cuda --max-tokens 8192 --warmup-updates 5 \
-      --train-updates 20 --decode-sentences 256 --decode-batch-size 64 --no-doc-order \
+      --train-updates 20 --decode-sentences 256 --decode-batch-size 64 --no-doc-order --profile-steps \
       --pieces "$WORK/bench/$CALL" --deadline-s "$deadline" --json "$WORK/logs/$CALL.json" "${ARGS[@]}" \
       > "$WORK/logs/$CALL.log" 2>&1
     code=$?

@@ -28,7 +28,8 @@ def test_benchmark_reports_ratios(tmp_path):
     proc = _benchmark(str(data_bin), "--train-updates", "2", "--warmup-updates", "1",
                       "--decode-sentences", "10", "--max-tokens", "400", "--threads", "1", "--repeats", "2",
                       "--variants", "ctxenc",
-                      "--variant", "wide-ffn", "transformer", "--encoder-ffn-embed-dim 512", "--json", str(out))
+                      "--variant", "wide-ffn", "transformer", "--encoder-ffn-embed-dim 512", "--json", str(out),
+                      "--profile-steps")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "wide-ffn" in proc.stdout and "(1.00x)" in proc.stdout
     results = json.loads(out.read_text())["results"]
@@ -66,6 +67,18 @@ def test_benchmark_reports_ratios(tmp_path):
            f"{ctxenc['doc_order_speedup']:.3f}x its ordinary decode) " \
            f"| {ctxenc['doc_order_decode_ratio']:.2f}x |" in table.stdout
     assert table.stdout in proc.stdout  # the run prints the same table
+    # --profile-steps: one update and one decoded batch per variant under the profiler; on CPU no device
+    # share, and the time outside every operation is the rest of the wall time
+    for label, res in results.items():
+        for key in ("train_profile", "decode_profile"):
+            prof = res[key]
+            assert prof["device_busy"] is None and prof["launches"] == 0 and prof["device_recorded"] is None
+            assert 0 < prof["op_ms"] <= prof["wall_ms"]
+            assert prof["between_ops_ms"] == pytest.approx(prof["wall_ms"] - prof["op_ms"], abs=2e-3)
+            assert sum(o["ms"] for o in prof["top_ops"]) <= prof["op_ms"] + 1e-3
+        row = next(line for line in table.stdout.splitlines() if line.startswith(f"| `{label}`"))
+        assert row.endswith(f"| -, {res['train_profile']['between_ops_ms'] / res['train_profile']['wall_ms']:.0%} "
+                            f"| -, {res['decode_profile']['between_ops_ms'] / res['decode_profile']['wall_ms']:.0%} |")
     # one thread on CPU: timed by the process's CPU time (robust on a shared machine)
     assert json.loads(out.read_text())["settings"]["clock"] == "cpu" and "clock=cpu" in proc.stdout
     for key in ("params", "train_tok_s", "decode_sent_s", "decode_tok_s", "peak_mem_mb",
@@ -259,3 +272,69 @@ def test_mfu_is_counted_flops_per_second_over_the_gpus_datasheet_peak():
     assert results["transformer"]["train_mfu"] == pytest.approx(0.3)
     assert results["transformer"]["decode_mfu"] == pytest.approx(0.02)
     assert "train_mfu" not in results["cpu-run"]
+
+
+# ---------------------------------------------------------------- where a step's time goes
+
+def _x(cat, name, ts, dur, tid=1):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+
+@pytest.mark.unit
+def test_a_step_profile_splits_the_wall_time_between_operations_waits_python_and_the_gpu():
+    """scripts/step_profile.py on a trace laid out by hand (microseconds):
+    nested operations on two threads, launch and synchronizing calls inside
+    them, kernels on two streams that overlap, and the events a Chrome
+    trace holds besides (metadata, flows, annotations), which count for
+    nothing."""
+    step_profile = load_script("step_profile")
+    trace = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "ts": 0, "args": {"name": "python3"}},
+        {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 1, "pid": 1, "tid": 1, "ts": 10},
+        _x("user_annotation", "reduce-grads", 0, 500),
+        _x("cpu_op", "aten::A", 0, 100), _x("cpu_op", "aten::B", 10, 30), _x("cpu_op", "aten::C", 20, 10),
+        _x("cpu_op", "aten::D", 50, 10), _x("cpu_op", "aten::E", 200, 50),
+        _x("cpu_op", "aten::F", 300, 100, tid=2),  # the autograd engine's thread
+        _x("cuda_runtime", "cudaLaunchKernel", 12, 3), _x("cuda_driver", "cuLaunchKernel", 52, 3),
+        _x("cuda_runtime", "cudaStreamSynchronize", 210, 30), _x("cuda_runtime", "cudaMemcpyAsync", 245, 3),
+        _x("kernel", "k1", 20, 100, tid=7), _x("kernel", "k2", 100, 80, tid=8), _x("gpu_memset", "memset", 400, 10),
+    ]
+    s = step_profile.summarize(trace, wall_ms=0.5, cuda=True)
+    assert s["op_ms"] == pytest.approx(0.25)  # A (B, C, D inside it), E, F: 100 + 50 + 100
+    assert (s["wait_ms"], s["waits"]) == (pytest.approx(0.033), 2)
+    assert s["between_ops_ms"] == pytest.approx(0.25)  # every CUDA call lies inside an operation
+    assert (s["launches"], s["launch_ms"]) == (2, pytest.approx(0.006))
+    assert s["device_ms"] == pytest.approx(0.17) and s["device_busy"] == pytest.approx(0.34)  # 20-180, 400-410
+    assert s["kernels"] == 2 and s["device_recorded"] is True
+    assert [(k["name"], k["ms"], k["count"]) for k in s["top_kernels"]] == [("k1", 0.1, 1), ("k2", 0.08, 1)]
+    own = {o["name"]: o["ms"] for o in s["top_ops"]}
+    assert own == pytest.approx({"aten::A": 0.06, "aten::E": 0.05, "aten::F": 0.1, "aten::B": 0.02,
+                                 "aten::C": 0.01, "aten::D": 0.01})
+    # on one thread the operations' own times add up to the time inside them
+    one_thread = [e for e in trace if e.get("tid") == 1 and e.get("cat") == "cpu_op"]
+    assert sum(ms for ms, _ in step_profile._self_ms(one_thread).values()) == \
+        pytest.approx(step_profile._union_ms(step_profile._spans(one_thread)))
+    # CUDA asked for and nothing recorded on the device: said, not read as an idle GPU
+    host_only = [e for e in trace if e.get("cat") not in step_profile.DEVICE_CATEGORIES]
+    s = step_profile.summarize(host_only, wall_ms=0.5, cuda=True)
+    assert s["device_recorded"] is False and s["device_busy"] is None and s["kernels"] is None
+    assert step_profile.summarize(host_only, wall_ms=0.5, cuda=False)["device_recorded"] is None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_cuda_update_profile_sees_its_launches_and_kernels(doc_corpus):
+    """On CUDA the profile of one training update counts the kernel launches
+    the profiler's own event list holds, and the kernels that ran lie within
+    the update's wall time."""
+    step_profile = load_script("step_profile")
+    update_ops = load_script("update_ops")
+    argv = update_ops.trainer_args(str(doc_corpus[1]), "transformer", "bf16", "adam_foreach")
+    argv.remove("--cpu")
+    trainer, sample = update_ops.build_trainer(argv)
+    trainer.train_step([sample])
+    prof, wall_ms = step_profile.run_profiled(lambda: trainer.train_step([sample]), cuda=True)
+    s = step_profile.summarize(step_profile.trace_events(prof), wall_ms, cuda=True)
+    assert s["device_recorded"] is True, s
+    assert s["launches"] == sum(1 for e in prof.events() if e.name in step_profile.LAUNCHES) > 0, s
+    assert s["kernels"] > 0 and 0 < s["device_busy"] <= 1.05 and s["op_ms"] <= s["wall_ms"] * 1.05, s
