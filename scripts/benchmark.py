@@ -256,15 +256,12 @@ def measure(opts):
     # the attention kernels that ran in one more (untimed) update, by the profiler
     with fused_attention.recorded_kernels() as train_kernels:
         trainer.train_step([timed_samples[0]])
+    import step_profile  # this directory's
+
     profiles = {}
 
     def profiled(key, fn):
-        import step_profile  # this directory's
-
-        try:
-            profiles[key] = step_profile.profile_call(fn, device.type == "cuda")
-        except Exception as e:  # a diagnosis: where the profiler cannot run, the measurement stands without it
-            profiles[key] = {"error": f"{type(e).__name__}: {e}"}
+        profiles[key] = step_profile.profile_or_error(fn, device.type == "cuda")
 
     if opts.profile_steps:
         profiled("train_profile", lambda: trainer.train_step([timed_samples[0]]))

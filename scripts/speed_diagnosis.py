@@ -50,6 +50,11 @@ after ``fresh_ms`` on the same batches (so only the context encoder's
 shapes are new to it: this pair favours one pass); then each batch runs
 in groups (``seen_ms``) and without (``one_pass_seen_ms``) in turn, the
 fair pair. ``one_pass_kernels``: one profiled update without groups.
+With ``--profile-steps`` each cell profiles one more update (``profile``;
+a ctxenc cell also one without its groups, ``one_pass_profile``;
+scripts/step_profile.py: the share of its wall time a GPU kernel ran, and
+the host's time between operations and waiting for the GPU), a line each
+below the table.
 Every cell's JSON is written to ``--out`` the moment it is done
 (``SIZE-MODEL-PRECISION-POLICY.json``): a run killed at a time limit keeps every finished cell. Cells already in
 ``--out`` are skipped (``--redo`` measures them again), so a second run
@@ -154,6 +159,8 @@ def run_cells(opts, cells):
     import torch.nn.functional as F
     from fairseq import utils
 
+    import step_profile  # this directory's
+
     from fairseq_ctx.models.transformer_ctxenc import contexts_in_one_pass
     from fairseq_ctx.modules import fused_attention
 
@@ -252,6 +259,13 @@ def run_cells(opts, cells):
         with fused_attention.recorded_kernels() as kernels:
             step(trainer, samples[0])
         sync()
+        if opts.profile_steps:
+            cuda = device.type == "cuda"
+            paired["profile"] = step_profile.profile_or_error(lambda: step(trainer, samples[0]), cuda)
+            if cell["model"] == "ctxenc":
+                with contexts_in_one_pass():
+                    paired["one_pass_profile"] = step_profile.profile_or_error(
+                        lambda: step(trainer, samples[0]), cuda)
         state_after = fused_attention.sdpa_state()  # what the updates left: torch may reorder at a call
         result = dict(cell, fresh_ms=fresh, seen_ms=seen, fresh_median_ms=statistics.median(fresh),
                       seen_median_ms=statistics.median(seen),
@@ -280,11 +294,14 @@ def summary(out_dir) -> str:
     """The Markdown table of every cell in ``out_dir``; below it, per
     study-size cell measured, the seconds a study run's updates take there
     (what a study call's deadline must hold, before start-up, validations,
-    checkpoint saves and evaluation), and per ctxenc cell its paired
-    one-pass times."""
+    checkpoint saves and evaluation), per ctxenc cell its paired
+    one-pass times, and per cell profiled (``--profile-steps``) a line of
+    its profile."""
     from fairseq_ctx.study.runs import STUDY  # torch-free
 
-    rows, study, paired = [], [], []
+    import step_profile  # this directory's
+
+    rows, study, paired, profiles = [], [], [], []
     for name in sorted(os.listdir(out_dir)):
         if not name.endswith(".json"):
             continue
@@ -299,6 +316,11 @@ def summary(out_dir) -> str:
         rows.append((key, f"| {c['size']} | {c['model']} | {c['precision']} | {c['policy']} "
                           f"| {c['fresh_median_ms']:.1f} | {c['seen_median_ms']:.1f} "
                           f"| {benchmark.kernel_summary(c['kernels'])} | {c['device_name']} |"))
+        if "profile" in c:
+            which = [("", c["profile"])] + ([("without length groups ", c["one_pass_profile"])]
+                                            if "one_pass_profile" in c else [])
+            profiles.append((key, "; ".join(f"{c['size']} {c['model']}, {c['precision']}, {c['policy']}, {label}"
+                                            f"{step_profile.line(p)}" for label, p in which)))
         if "one_pass_seen_median_ms" in c:
             paired.append((key, f"{c['size']} {c['model']}, {c['precision']}, {c['policy']}: without length "
                                 f"groups {c['one_pass_seen_median_ms']:.1f} ms per update against "
@@ -317,7 +339,8 @@ def summary(out_dir) -> str:
             "| attention kernels that ran (forward + backward calls) | device |", "|---|---|---|---|---|---|---|---|"]
     plan = ["", *(line for _, line in sorted(study))] if study else []
     chunks = ["", *(line for _, line in sorted(paired))] if paired else []
-    return "\n".join(head + [row for _, row in sorted(rows)] + plan + chunks) + "\n"
+    steps = ["", *(line for _, line in sorted(profiles))] if profiles else []
+    return "\n".join(head + [row for _, row in sorted(rows)] + plan + chunks + steps) + "\n"
 
 
 def main():
@@ -331,6 +354,9 @@ def main():
     p.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=["bf16", "fp16"])
     p.add_argument("--policies", nargs="+", choices=POLICY_NAMES, default=list(POLICY_NAMES))
     p.add_argument("--updates", type=int, default=6, help="timed updates on new shapes (then again on seen ones)")
+    p.add_argument("--profile-steps", action="store_true",
+                   help="profile one more update of each cell, and of a ctxenc cell one without length groups "
+                        "(scripts/step_profile.py; below the table)")
     p.add_argument("--max-tokens", type=int, default=4096)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--deadline-s", type=float, default=0.0,
@@ -375,7 +401,7 @@ def main():
         cmd = [sys.executable, os.path.abspath(__file__), os.path.abspath(opts.data), "--out",
                os.path.abspath(opts.out), "--device", opts.device, "--max-tokens", str(opts.max_tokens),
                "--updates", str(opts.updates), "--threads", str(opts.threads), "--child", cells_file,
-               "--deadline-at", str(deadline_at)]
+               "--deadline-at", str(deadline_at)] + (["--profile-steps"] if opts.profile_steps else [])
         # the child's log to a file (a pipe nobody reads until the end would fill and stall it), one
         # per run: --out is carried back from calls on several machines into one directory
         log_path = os.path.join(opts.out, f"child-{run_id}.log")

@@ -128,6 +128,26 @@ def profile_call(fn, cuda: bool) -> dict:
     return summarize(trace_events(prof), wall_ms, cuda)
 
 
+def profile_or_error(fn, cuda: bool) -> dict:
+    """:func:`profile_call`, or ``{"error": ...}`` where the profiler cannot
+    run: a diagnosis, whose failure leaves the measurement beside it whole."""
+    try:
+        return profile_call(fn, cuda)
+    except Exception as e:  # noqa: BLE001 (any failure of the profiler's, as one line in the results)
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def line(profile) -> str:
+    """One line of a step profile: GPU busy share, time between operations
+    and waiting, launches; or the profiler's error."""
+    if "error" in profile:
+        return f"not profiled ({profile['error']})"
+    busy = f"GPU busy {profile['device_busy']:.0%}, " if profile.get("device_busy") is not None else ""
+    return (f"{profile['wall_ms']:.1f} ms profiled: {busy}between operations "
+            f"{profile['between_ops_ms'] / profile['wall_ms']:.0%}, waiting for the GPU "
+            f"{profile['wait_ms'] / profile['wall_ms']:.0%}, {profile['launches']} launches")
+
+
 def run_profiled(fn, cuda: bool):
     """``(profiler, wall ms)`` of ``fn()`` run once under the profiler."""
     import torch

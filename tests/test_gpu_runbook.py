@@ -192,7 +192,7 @@ def test_a_ctxenc_cell_times_its_batches_in_length_groups_and_in_one_pass(tmp_pa
     res = subprocess.run([sys.executable, "scripts/speed_diagnosis.py", str(data), "--out", str(out),
                           "--device", "cpu", "--sizes", "toy", "--models", "transformer", "ctxenc",
                           "--precisions", "fp32", "--policies", "math", "--updates", "2", "--threads", "1",
-                          "--max-tokens", "4096"],
+                          "--max-tokens", "4096", "--profile-steps"],
                          cwd=REPO, env=cli_process.env_with_python({**os.environ, "OMP_NUM_THREADS": "1"}),
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -207,7 +207,16 @@ def test_a_ctxenc_cell_times_its_batches_in_length_groups_and_in_one_pass(tmp_pa
             f"without them {cell['one_pass_fresh_median_ms']:.1f} ms); SDPA calls in a profiled update "
             f"{cell['one_pass_kernels']['calls']} against {cell['kernels']['calls']}") in res.stdout.splitlines()
     # the sentence-level model in the same child draws its batches from a task of its own
-    assert json.loads((out / "toy-transformer-fp32-math.json").read_text())["kernels"]["calls"] > 0
+    baseline = json.loads((out / "toy-transformer-fp32-math.json").read_text())
+    assert baseline["kernels"]["calls"] > 0
+    # --profile-steps: one more update of each cell under the profiler, ctxenc's also without its groups,
+    # each a line below the table; the profiled updates count among the cell's calls
+    step_profile = load_script("step_profile")
+    assert "one_pass_profile" not in baseline and baseline["skipped_updates"] == 0
+    assert cell["profile"]["op_ms"] > 0 and cell["one_pass_profile"]["op_ms"] > 0
+    assert (f"toy ctxenc, fp32, math, {step_profile.line(cell['profile'])}; toy ctxenc, fp32, math, without "
+            f"length groups {step_profile.line(cell['one_pass_profile'])}") in res.stdout.splitlines()
+    assert f"toy transformer, fp32, math, {step_profile.line(baseline['profile'])}" in res.stdout.splitlines()
 
 
 def test_test_pieces_survive_a_kill_and_the_next_call_skips_what_passed(tmp_path):
