@@ -31,6 +31,13 @@ one call, synchronized before and after, its Chrome trace read back:
 * ``top_kernels`` and ``top_ops``: the kernels by device time and the ATen
   operations by self time (their time less that of the operations they
   called), the first eight each, with their counts.
+
+Each profiling session after a process's first may lose a kernel record or
+so at its start (CUPTI's timestamps of a session begun again: pytorch issue
+192021), which makes ``kernels`` and ``device_ms`` a little low, never
+high; the device's times share the host's clock, and kineto drops what
+falls outside the session, so ``device_busy`` is at most 1 but for the
+clocks' fit.
 """
 import json
 import os
@@ -39,7 +46,15 @@ import time
 
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 API_CATEGORIES = ("cuda_runtime", "cuda_driver")
-LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
+# the kernel launch calls kineto records (runtime and driver API; its names
+# carry no version suffix): plain, extended, cooperative, per-thread-stream
+# (``_ptsz``) and CUDA graphs' (a graph launch starts many kernels)
+LAUNCH_PREFIXES = ("cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunchKernel", "cuLaunchCooperativeKernel",
+                   "cudaGraphLaunch", "cuGraphLaunch")
+
+
+def is_launch(name: str) -> bool:
+    return name.startswith(LAUNCH_PREFIXES)
 TOP = 8
 
 
@@ -96,8 +111,8 @@ def summarize(trace_events, wall_ms: float, cuda: bool) -> dict:
     ops = [e for e in done if e.get("cat") == "cpu_op"]
     api = [e for e in done if e.get("cat") in API_CATEGORIES]
     device = [e for e in done if e.get("cat") in DEVICE_CATEGORIES]
-    launches = [e for e in api if e["name"] in LAUNCHES]
-    waits = [e for e in api if "Synchronize" in e["name"] or e["name"].startswith(("cudaMemcpy", "cuMemcpy"))]
+    launches = [e for e in api if is_launch(e["name"])]
+    waits = [e for e in api if "Synchronize" in e["name"] or e["name"].startswith("cudaMemcpy")]
     recorded = bool(device)
     device_ms = _union_ms(_spans(device)) if recorded else None
     kernels = {}

@@ -296,6 +296,7 @@ def test_a_step_profile_splits_the_wall_time_between_operations_waits_python_and
         _x("cpu_op", "aten::D", 50, 10), _x("cpu_op", "aten::E", 200, 50),
         _x("cpu_op", "aten::F", 300, 100, tid=2),  # the autograd engine's thread
         _x("cuda_runtime", "cudaLaunchKernel", 12, 3), _x("cuda_driver", "cuLaunchKernel", 52, 3),
+        _x("cuda_runtime", "cudaGetDevice", 55, 1),  # neither a launch nor a wait
         _x("cuda_runtime", "cudaStreamSynchronize", 210, 30), _x("cuda_runtime", "cudaMemcpyAsync", 245, 3),
         _x("kernel", "k1", 20, 100, tid=7), _x("kernel", "k2", 100, 80, tid=8), _x("gpu_memset", "memset", 400, 10),
     ]
@@ -336,5 +337,7 @@ def test_a_cuda_update_profile_sees_its_launches_and_kernels(doc_corpus):
     prof, wall_ms = step_profile.run_profiled(lambda: trainer.train_step([sample]), cuda=True)
     s = step_profile.summarize(step_profile.trace_events(prof), wall_ms, cuda=True)
     assert s["device_recorded"] is True, s
-    assert s["launches"] == sum(1 for e in prof.events() if e.name in step_profile.LAUNCHES) > 0, s
-    assert s["kernels"] > 0 and 0 < s["device_busy"] <= 1.05 and s["op_ms"] <= s["wall_ms"] * 1.05, s
+    assert s["launches"] == sum(1 for e in prof.events() if step_profile.is_launch(e.name)) > 0, s
+    # a kernel a launch (no CUDA graph here): a launch call missing from the names would leave kernels over
+    assert s["launches"] >= 0.9 * s["kernels"] > 0, s
+    assert 0 < s["device_busy"] <= 1.05 and s["op_ms"] <= s["wall_ms"] * 1.05, s
