@@ -56,6 +56,9 @@ UPSTREAM_FILTERS = [
     # fairseq/tasks/fairseq_task.py (train_step) enters torch.cuda.amp.autocast,
     # deprecated since torch 2.4, on every training step, also on CPU.
     (r"`torch\.cuda\.amp\.autocast\(args\.\.\.\)` is deprecated", FutureWarning, r"fairseq\."),
+    # fairseq/optim/amp_optimizer.py (--amp) builds torch.cuda.amp.GradScaler,
+    # deprecated since torch 2.4, once per training run.
+    (r"`torch\.cuda\.amp\.GradScaler\(args\.\.\.\)` is deprecated", FutureWarning, r"fairseq\."),
     # fairseq/data/iterators.py creates every DataLoader with pin_memory=True,
     # which torch 2.x reports on machines without an accelerator.
     (r"'pin_memory' argument is set as true but no accelerator is found", UserWarning,

@@ -12,7 +12,8 @@ In-process, at tiny size with random weights (dropout off):
   of decoding the permuted batch from the start;
 * beam search translates a sentence the same alone and in a batch;
 * float16 and bfloat16 forward and backward: finite, and the output
-  probabilities within the half type's tolerance of float32.
+  probabilities within the half type's tolerance of float32; the same
+  under autocast (float32 weights, bfloat16 products).
 
 Through fairseq's own command-line code (``fairseq_cli.*.main`` in this
 process), with a checkpoint trained for two updates by ``fairseq-train``:
@@ -282,6 +283,32 @@ def test_half_precision_forward_and_backward(name, dtype):
     logits.float().logsumexp(-1).sum().backward()
     grads = [p.grad for p in model.parameters() if p.requires_grad]
     assert all(g is not None and bool(torch.isfinite(g).all()) for g in grads)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", NAMES)
+def test_autocast_forward_and_backward(name):
+    """Under autocast (fairseq's ``--amp`` enters CUDA's around each
+    forward; CPU's, in bfloat16, is what runs here) float32 weights meet
+    half-precision products: the output stays within bfloat16's tolerance
+    of float32, and every parameter gets a finite float32 gradient."""
+    model = _model(name)
+    src, src_lengths, prev, _, kwargs = _batch(model, seed=3)
+    with torch.no_grad():
+        want = torch.softmax(model(src, src_lengths, prev, **kwargs)[0].float(), dim=-1)
+    model.train()
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model(src, src_lengths, prev, **kwargs)[0]
+        assert logits.dtype == torch.bfloat16  # the output projection ran in half precision
+        got = torch.softmax(logits.detach().float(), dim=-1)
+        assert float((got - want).abs().max()) <= HALF_TOLERANCE[torch.bfloat16]
+        logits.float().logsumexp(-1).sum().backward()
+        grads = [p.grad for p in model.parameters() if p.requires_grad]
+        assert all(g is not None and g.dtype == torch.float32 and bool(torch.isfinite(g).all()) for g in grads)
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.eval()
 
 
 @pytest.mark.unit

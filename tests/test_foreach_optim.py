@@ -167,6 +167,36 @@ def test_twenty_updates_equal_fairseqs_adam_fp16_loss_scaling(doc_corpus):
     _compare(doc_corpus, "fp16", "cpu")
 
 
+def test_twenty_updates_equal_fairseqs_adam_under_amp(doc_corpus):
+    """--amp: fairseq's AMPOptimizer wraps the optimizer, scales the loss and
+    unscales the gradients through it. On CPU fairseq's scaler (CUDA's) is
+    disabled, so each trainer is given torch's CPU one with the same
+    settings (scale 8, doubled every 4 updates without overflow): the
+    scaled backward, the unscaling through the optimizer's parameter
+    groups, the finiteness check and the step run as on CUDA (the forward's
+    autocast is CUDA's and stays off)."""
+    data_bin = str(doc_corpus[1])
+    trained, scales = [], []
+    for optimizer in ("adam", "adam_foreach"):
+        trainer = _trainer(data_bin, optimizer, "fp32", "cpu", extra=["--amp"])
+        assert type(trainer.optimizer).__name__ == "AMPOptimizer"
+        inner = trainer.optimizer.fp32_optimizer
+        assert type(inner).__name__ == ("FairseqAdam" if optimizer == "adam" else "FairseqAdamForeach")
+        trainer.optimizer._grad_scaler = torch.amp.GradScaler("cpu", init_scale=8.0, growth_interval=4)
+        norms = _train_steps(trainer)
+        trained.append((trainer, norms))
+        scales.append(trainer.optimizer.scaler.get_scale())
+    (ref, ref_norms), (new, new_norms) = trained
+    assert max(ref_norms) > 1.0 and len(ref_norms) == len(new_norms) == UPDATES, ref_norms
+    assert all(abs(a - b) <= MAX_DIFF * max(1.0, abs(a)) for a, b in zip(ref_norms, new_norms)), (ref_norms, new_norms)
+    ref_state, new_state = _state(ref), _state(new)
+    assert ref_state.keys() == new_state.keys()
+    worst = max((ref_state[k] - new_state[k]).abs().max().item() for k in ref_state)
+    assert worst <= MAX_DIFF, worst
+    # the scaler ran: it grew at every window, alike
+    assert scales == [8.0 * 2 ** (UPDATES // 4)] * 2 and ref.get_num_updates() == new.get_num_updates() == UPDATES
+
+
 # ---------------------------------------------------------------- on CUDA: update by update
 
 def _masters(optimizer):

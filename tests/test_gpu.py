@@ -274,11 +274,14 @@ SMALL = ("--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim"
          "--encoder-attention-heads", "4", "--decoder-attention-heads", "4")
 
 
-@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+@pytest.mark.parametrize("precision", ["fp16", "bf16", "amp"])
 @pytest.mark.parametrize("name", NAMES)
 def test_train_then_generate_every_sentence(name, precision, doc_corpus, tmp_path):
     """50 updates through fairseq-train's parser and main (``--bf16`` must
-    not turn into ``--tpu`` on a CUDA machine), then fairseq-generate."""
+    not turn into ``--tpu`` on a CUDA machine; ``--amp``: fairseq's
+    AMPOptimizer around ours, ``adam_foreach``, whose gradients its scaler
+    unscales; the forward under CUDA's autocast, float16 where its op lists
+    say), then fairseq-generate (``--amp`` is training's only: float32)."""
     from fairseq import options
     from fairseq_cli import generate as fairseq_generate
     from fairseq_cli import train as fairseq_train
@@ -287,7 +290,8 @@ def test_train_then_generate_every_sentence(name, precision, doc_corpus, tmp_pat
     data_bin = str(doc_corpus[1])
     cfg = _cli_args(options.get_training_parser(), [
         data_bin, "--user-dir", USER_DIR, "--arch", variant.arch, *SMALL, *variant.flags, *variant.task,
-        f"--{precision}", "--optimizer", "adam", "--lr", "0.001", "--lr-scheduler", "inverse_sqrt",
+        f"--{precision}", "--optimizer", "adam_foreach" if precision == "amp" else "adam", "--lr", "0.001",
+        "--lr-scheduler", "inverse_sqrt",
         "--warmup-updates", "10", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
         "--max-tokens", "500", "--max-update", "50", "--save-dir", tmp_path / "ckpt", "--no-progress-bar",
         "--num-workers", "0", "--seed", "1", "--no-epoch-checkpoints", "--required-batch-size-multiple", "1",
@@ -297,7 +301,8 @@ def test_train_then_generate_every_sentence(name, precision, doc_corpus, tmp_pat
     fairseq_train.main(cfg)
     cfg = _cli_args(options.get_generation_parser(), [
         data_bin, "--user-dir", USER_DIR, "--path", tmp_path / "ckpt" / "checkpoint_last.pt", "--gen-subset",
-        "test", "--beam", "4", "--max-len-b", "20", "--batch-size", "8", f"--{precision}",
+        "test", "--beam", "4", "--max-len-b", "20", "--batch-size", "8",
+        *([f"--{precision}"] if precision != "amp" else []),
         "--required-batch-size-multiple", "1", "--results-path", tmp_path / "gen", *variant.task,
     ])
     fairseq_generate.main(cfg)

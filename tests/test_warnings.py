@@ -161,6 +161,20 @@ def test_tensorboard_logdir_writes_events(cli_runs):
     assert "train" in events and "valid" in events, events
 
 
+def test_amp_prints_no_upstream_deprecation(tmp_path):
+    """fairseq's ``--amp`` builds ``torch.cuda.amp.GradScaler``, deprecated
+    since torch 2.4: filtered like its autocast's notice. On CPU torch's own
+    lines that CUDA is missing and that it disables the scaler and autocast
+    stay: they say what ``--amp`` does there (and that the run reached it)."""
+    data_bin = preprocess(make_parallel_data(tmp_path / "raw", num_train=40, num_valid=6, num_test=5),
+                          tmp_path / "bin")
+    proc = train(data_bin, tmp_path / "ckpt", arch="transformer_ctxenc_tiny", model_flags=(), task_flags=TASK,
+                 max_update=1, extra=["--amp", "--no-save"], fresh=True)
+    lines = _warning_lines(proc)
+    assert any("GradScaler is enabled, but CUDA is not available" in line for line in lines), proc.stderr[-3000:]
+    assert not any("is deprecated" in line for line in lines), lines
+
+
 DEBUG_LINE = re.compile(r"^DEBUG:|\| DEBUG \||\]\[DEBUG\]", re.M)
 
 
