@@ -58,6 +58,12 @@ PROCESS_WIDE_CHANGES = {
         "--fp16/--bf16 build ForeachFP16Optimizer, fairseq's FP16Optimizer with its per-parameter copies to and "
         "from the float32 masters and its zeroing as one foreach call each; fairseq's trainer picks that class "
         "itself (Trainer._build_optimizer has no hook), and with any other optimizer fairseq's is built unchanged",
+    "fairseq.optim.AMPOptimizer.clip_grad_norm and __init__": "replaced and wrapped (amp_scaling.py): "
+        "fairseq's --amp unscales the gradients twice (its clip_grad_norm through the inner optimizer, its step "
+        "through the wrapper, which the scaler has not seen unscaled), so the optimizer steps with gradients "
+        "divided by the loss scale; and it takes its initial scale from --fp16-init-scale and its growth "
+        "interval from --amp-init-scale. Unscaled once, through the object step hands the scaler, and the "
+        "scaler built from --amp-init-scale and --amp-scale-window; --fp16 and --bf16 are untouched",
     "sys.excepthook": "our errors (FairseqCtxError) print as one line 'fairseq_ctx: error: ...' inside "
         "fairseq's own commands, which the plugin does not otherwise control; other exceptions go to the "
         "previous hook unchanged",
@@ -89,10 +95,11 @@ def register():
     safe_loading.install()
     from . import models  # noqa: F401  (registers the architectures)
     from . import tasks  # noqa: F401  (registers document_translation)
-    from . import bf16_on_cuda, foreach_optim
+    from . import amp_scaling, bf16_on_cuda, foreach_optim
 
     bf16_on_cuda.install()  # after every architecture is registered
     foreach_optim.install()  # registers --optimizer adam_foreach on import
+    amp_scaling.install()
     from .modules import fused_attention
 
     fused_attention.ensure_policy()  # FAIRSEQ_CTX_SDPA, before any attention runs

@@ -104,6 +104,7 @@ from fairseq.tasks import TASK_REGISTRY, FairseqTask
 from fairseq.tasks.translation import TranslationTask
 from fairseq.optim import OPTIMIZER_REGISTRY
 from fairseq.optim.fp16_optimizer import FP16Optimizer
+from fairseq.optim.amp_optimizer import AMPOptimizer
 
 def snapshot():
     s = {}
@@ -113,7 +114,7 @@ def snapshot():
             if callable(v):
                 s[f"{mod.__name__}.{k}"] = id(v)
     for cls in (BaseFairseqModel, FairseqEncoderDecoderModel, TransformerModel, FairseqTask, TranslationTask,
-                FP16Optimizer, torch.nn.Module):
+                FP16Optimizer, AMPOptimizer, torch.nn.Module):
         for k, v in list(vars(cls).items()):
             s[f"{cls.__name__}.{k}"] = id(v)
     for name, reg in (("ARCH_CONFIG_REGISTRY", ARCH_CONFIG_REGISTRY), ("ARCH_MODEL_REGISTRY", ARCH_MODEL_REGISTRY),
@@ -149,6 +150,8 @@ def _documented_change(key: str) -> str:
             "BaseFairseqModel.load_state_dict": "fairseq BaseFairseqModel.load_state_dict",
             "fairseq.models.build_model": "fairseq.models.build_model",
             "FP16Optimizer.build_optimizer": "fairseq.optim.FP16Optimizer.build_optimizer",
+            "AMPOptimizer.clip_grad_norm": "fairseq.optim.AMPOptimizer.clip_grad_norm and __init__",
+            "AMPOptimizer.__init__": "fairseq.optim.AMPOptimizer.clip_grad_norm and __init__",
             "sys.excepthook": "sys.excepthook",
             "warnings.filters": "warnings.filters and the root logger's level",
             "root level": "warnings.filters and the root logger's level",
