@@ -128,12 +128,18 @@ def _state(trainer):
     return out
 
 
-def _compare(doc_corpus, precision, device, max_diff=MAX_DIFF):
+def _compare(doc_corpus, precision, device, max_diff=MAX_DIFF, extra=()):
     data_bin = str(doc_corpus[1])
-    ref, ref_norms = _train(data_bin, "adam", precision, device)
-    new, new_norms = _train(data_bin, "adam_foreach", precision, device)
-    assert type(new.optimizer).__name__ == ("FairseqAdamForeach" if precision == "fp32" else "ForeachFP16Optimizer")
-    assert type(ref.optimizer).__name__ == ("FairseqAdam" if precision == "fp32" else "FP16Optimizer")
+    ref, ref_norms = _train(data_bin, "adam", precision, device, extra)
+    new, new_norms = _train(data_bin, "adam_foreach", precision, device, extra)
+    if "--memory-efficient-fp16" in extra:  # no float32 masters: fairseq's wrapper around either optimizer
+        assert type(ref.optimizer).__name__ == type(new.optimizer).__name__ == "MemoryEfficientFP16Optimizer"
+        assert (type(ref.optimizer.optimizer).__name__, type(new.optimizer.optimizer).__name__) == \
+            ("Adam", "ForeachAdam")
+    else:
+        assert type(new.optimizer).__name__ == \
+            ("FairseqAdamForeach" if precision == "fp32" else "ForeachFP16Optimizer")
+        assert type(ref.optimizer).__name__ == ("FairseqAdam" if precision == "fp32" else "FP16Optimizer")
     # the recipe's --clip-norm 1 clips some of these updates (else clipping is not compared)
     assert max(ref_norms) > 1.0, ref_norms
     assert len(ref_norms) == len(new_norms) == UPDATES
@@ -271,6 +277,14 @@ def test_amp_flags_reach_the_trainers_scaler(doc_corpus, monkeypatch):
                        extra=["--amp", "--amp-init-scale", "32", "--amp-scale-window", "5"])
     assert type(trainer.optimizer).__name__ == "AMPOptimizer"
     assert built[-1] == (("cuda",), {"init_scale": 32, "growth_interval": 5}), built
+
+
+def test_twenty_updates_equal_fairseqs_adam_memory_efficient_fp16(doc_corpus):
+    """--memory-efficient-fp16: fairseq's MemoryEfficientFP16Optimizer keeps
+    no float32 masters, so the optimizer updates float16 parameters itself,
+    on float32 copies with float32 moments, copied back (fairseq's Adam and
+    ForeachAdam's half-precision branch); loss scaling as for --fp16."""
+    _compare(doc_corpus, "fp16", "cpu", extra=["--memory-efficient-fp16"])
 
 
 # ---------------------------------------------------------------- on CUDA: update by update
