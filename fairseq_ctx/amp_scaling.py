@@ -35,8 +35,10 @@ same gradients are unscaled once, and ``step`` then checks that unscale's
 infinities and calls ``fp32_optimizer.step()`` as fairseq does), and wraps
 ``AMPOptimizer.__init__`` to build the scaler from ``--amp-init-scale`` and
 ``--amp-scale-window`` where they differ from what fairseq passed (with the
-defaults, 128 both and no window, they do not). Nothing else of the class
-changes; ``--fp16`` and ``--bf16`` do not use it.
+defaults, 128 both and no window, they do not; where they do, one log line
+says so). Nothing else of the class changes; ``--fp16`` and ``--bf16`` do
+not use it. As in fairseq, the scaler's state is not in the checkpoint: a
+resumed run starts again at ``--amp-init-scale``.
 """
 import functools
 import logging
@@ -44,6 +46,7 @@ import logging
 import torch
 
 logger = logging.getLogger("fairseq.optim.amp_optimizer")  # fairseq's own messages, from its logger
+_log = logging.getLogger("fairseq_ctx.amp_scaling")
 
 
 def scaler_kwargs(common) -> dict:
@@ -70,8 +73,11 @@ def _wrap_init(init):
     @functools.wraps(init)
     def __init__(self, cfg, params, fp32_optimizer, **kwargs):
         init(self, cfg, params, fp32_optimizer, **kwargs)
-        wanted = scaler_kwargs(cfg.common)
-        if wanted != _fairseqs_scaler_kwargs(cfg.common):
+        wanted, fairseqs = scaler_kwargs(cfg.common), _fairseqs_scaler_kwargs(cfg.common)
+        if wanted != fairseqs:
+            # said once: a run that set --fp16-init-scale for --amp, as fairseq read it, sees what changed
+            _log.info(f"--amp: the loss scaler takes --amp-init-scale and --amp-scale-window ({wanted}), "
+                      f"not fairseq's reading of the flags ({fairseqs})")
             self._grad_scaler = torch.amp.GradScaler("cuda", **wanted)
 
     __init__._fairseq_ctx_amp = True

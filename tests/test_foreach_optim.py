@@ -218,18 +218,18 @@ def _fairseqs_amp_optimizer_class():
     return shipped.AMPOptimizer
 
 
-def test_amp_clip_grad_norm_is_fairseqs_but_for_what_it_unscales_through(doc_corpus):
+def test_amp_clip_grad_norm_is_fairseqs_but_for_what_it_unscales_through(doc_corpus, caplog):
     """The corrected clip_grad_norm (a copy of fairseq's) returns fairseq's
-    norm of the gradients unscaled once, and on non-finite gradients says
-    and raises what fairseq's does; fairseq's class itself, as shipped, is
-    the one that left a second unscale to its step."""
+    norm of the gradients unscaled once, and on non-finite gradients does
+    what fairseq's does: it reports the overflow, the step is skipped and
+    the scale halved, and below the minimum scale it stops training."""
     from fairseq.optim.amp_optimizer import AMPOptimizer
 
     shipped = _fairseqs_amp_optimizer_class()
     assert shipped.clip_grad_norm is not AMPOptimizer.clip_grad_norm
     data_bin = str(doc_corpus[1])
     sample = next(iter(_batches(_trainer(data_bin, "adam", "fp32", "cpu"))))
-    norms = {}
+    seen = {}
     for label, clip in (("ours", AMPOptimizer.clip_grad_norm), ("fairseq", shipped.clip_grad_norm)):
         trainer = _amp_trainer(data_bin, "adam")
         opt = trainer.optimizer
@@ -237,15 +237,28 @@ def test_amp_clip_grad_norm_is_fairseqs_but_for_what_it_unscales_through(doc_cor
         opt.clip_grad_norm = lambda max_norm, aggregate_norm_fn=None: clips.append(
             clip(opt, max_norm, aggregate_norm_fn)) or clips[-1]
         trainer.train_step([sample])
-        norms[label] = float(clips[0])
-        # non-finite gradients: the overflow is reported, and below the minimum scale it stops training
-        next(p for p in opt.fp32_optimizer.params if p.grad is not None).grad[0] = float("inf")
+        # an overflow: a gradient made infinite after the backward, the scale at 8
         opt._grad_scaler = torch.amp.GradScaler("cpu", init_scale=8.0)
-        opt._grad_scaler.scale(torch.ones(()))  # the scale exists, as after a backward
+        opt.scaler.scale(torch.ones(()))  # the scale exists, as after a backward
+        params = [p for p in opt.fp32_optimizer.params if p.grad is not None]
+        params[0].grad[0] = float("inf")
+        before = [p.detach().clone() for p in params]
+        caplog.clear()
+        with caplog.at_level("INFO"):  # (the class as shipped, loaded anew, logs under another name)
+            norm = clip(opt, 1.0)
+        opt.step()
+        seen[label] = (float(clips[0]), math.isinf(float(norm)), [r.getMessage() for r in caplog.records],
+                       all(torch.equal(a, p) for a, p in zip(before, params)), opt.scaler.get_scale())
+        # below the minimum scale: training stops
         opt.min_loss_scale = 4.0
+        opt.scaler.scale(torch.ones(()))
+        params[0].grad[0] = float("inf")
         with pytest.raises(FloatingPointError, match=r"^AMP: Minimum loss scale reached \(4\.0\)"):
-            clip(opt, 0.0)
-    assert norms["ours"] == norms["fairseq"] > 0
+            clip(opt, 1.0)
+    norm, overflowed, messages, kept, scale = seen["ours"]
+    assert norm == seen["fairseq"][0] > 0 and overflowed and kept and scale == 4.0 == seen["fairseq"][4]
+    assert messages == ["AMP: overflow detected, setting scale to 4.0"], messages  # fairseq's says "to to"
+    assert seen["fairseq"][1:4] == (True, ["AMP: overflow detected, setting scale to to 4.0"], True)
 
 
 @pytest.mark.unit
@@ -272,11 +285,12 @@ def test_amp_flags_reach_the_trainers_scaler(doc_corpus, monkeypatch):
     built = []
     real = torch.amp.GradScaler
     monkeypatch.setattr(torch.amp, "GradScaler",
-                        lambda *args, **kwargs: built.append((args, kwargs)) or real(*args, **kwargs))
+                        lambda *args, **kwargs: built.append((args, kwargs, real(*args, **kwargs))) or built[-1][2])
     trainer = _trainer(str(doc_corpus[1]), "adam", "fp32", "cpu",
                        extra=["--amp", "--amp-init-scale", "32", "--amp-scale-window", "5"])
     assert type(trainer.optimizer).__name__ == "AMPOptimizer"
-    assert built[-1] == (("cuda",), {"init_scale": 32, "growth_interval": 5}), built
+    assert [(args, kwargs) for args, kwargs, _ in built] == [(("cuda",), {"init_scale": 32, "growth_interval": 5})]
+    assert trainer.optimizer.scaler is built[0][2]
 
 
 def test_twenty_updates_equal_fairseqs_adam_memory_efficient_fp16(doc_corpus):
