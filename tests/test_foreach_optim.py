@@ -173,6 +173,12 @@ def test_twenty_updates_equal_fairseqs_adam_fp16_loss_scaling(doc_corpus):
     _compare(doc_corpus, "fp16", "cpu")
 
 
+# --amp on CPU: torch says that CUDA's scaler and autocast are off (the tests give the trainer a CPU scaler)
+CPU_AMP = pytest.mark.filterwarnings(
+    "ignore:torch.cuda.amp.GradScaler is enabled, but CUDA is not available:UserWarning",
+    "ignore:CUDA is not available or torch_xla is imported:UserWarning")
+
+
 def _amp_trainer(data_bin, optimizer, extra=()):
     """A trainer with ``--amp``, given torch's CPU gradient scaler with the
     settings asked for: fairseq's is CUDA's, disabled on CPU."""
@@ -184,6 +190,7 @@ def _amp_trainer(data_bin, optimizer, extra=()):
     return trainer
 
 
+@CPU_AMP
 @pytest.mark.parametrize("optimizer", ["adam", "adam_foreach"])
 def test_amp_loss_scaling_leaves_every_update_as_float32s(doc_corpus, optimizer):
     """--amp: fairseq's AMPOptimizer scales the loss and unscales the
@@ -218,6 +225,7 @@ def _fairseqs_amp_optimizer_class():
     return shipped.AMPOptimizer
 
 
+@CPU_AMP
 def test_amp_clip_grad_norm_is_fairseqs_but_for_what_it_unscales_through(doc_corpus, caplog):
     """The corrected clip_grad_norm (a copy of fairseq's) returns fairseq's
     norm of the gradients unscaled once, and on non-finite gradients does
@@ -278,6 +286,7 @@ def test_amp_flags_reach_the_scaler():
     assert scaler_kwargs(default) == _fairseqs_scaler_kwargs(default) == {"init_scale": 128}
 
 
+@CPU_AMP
 def test_amp_flags_reach_the_trainers_scaler(doc_corpus, monkeypatch):
     """fairseq-train's AMPOptimizer gets its scaler from the flags (built
     for CUDA: on CPU it is disabled and keeps no settings to read, so the
