@@ -76,6 +76,32 @@ def test_structure_shares_lower_layers():
 
 
 @pytest.mark.unit
+def test_quant_noise_reaches_the_gate_as_fairseqs_layers():
+    """--quant-noise-pq: fairseq drops whole blocks of a projection's weight
+    in each training forward; the gate of the last layer gets the same
+    noise as fairseq's own projections there (its feed-forward), and none
+    in evaluation."""
+    model = tiny_model("ctxenc", ["--quant-noise-pq", "0.5", "--quant-noise-pq-block-size", "8"])
+    layer = model.encoder.layers[-1]
+    assert len(layer.gate._forward_pre_hooks) == len(layer.fc1._forward_pre_hooks) == 1
+    x = torch.randn(3, 2, layer.gate.in_features)
+    for training in (False, True):
+        layer.gate.train(training)
+        before = layer.gate.weight.detach().clone()
+        torch.manual_seed(0)
+        layer.gate(x)
+        blocks = layer.gate.weight.detach().view(layer.gate.out_features, -1, 8)
+        dropped = blocks.eq(0).all(-1)
+        if training:  # about half the blocks zeroed, the rest scaled by 1 / (1 - p)
+            assert 0 < int(dropped.sum()) < dropped.numel()
+            kept = before.view_as(blocks)[~dropped]
+            assert torch.allclose(blocks[~dropped], kept * 2.0)
+        else:
+            assert torch.equal(layer.gate.weight, before)
+    assert not tiny_model("ctxenc").encoder.layers[-1].gate._forward_pre_hooks  # none without the flag
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("extra, flag", [
     (["--encoder-layerdrop", "0.1"], "--encoder-layerdrop"),
     (["--encoder-layers", "0"], "--encoder-layers"),

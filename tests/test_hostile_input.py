@@ -157,6 +157,10 @@ BAD_FLAGS = [
     ("transformer_gret", ["--encoder-layerdrop", "0.2"], "--encoder-layerdrop"),
     ("transformer_ctxenc", ["--encoder-layerdrop", "0.2"], "--encoder-layerdrop"),
     ("transformer_ctxenc", ["--encoder-attention-heads", "5"], "--encoder-attention-heads 5"),
+    # fairseq's quantization noise would reach fairseq's layers only
+    ("transformer_ctxsan", ["--quant-noise-pq", "0.1"], "--quant-noise-pq is not supported by transformer_ctxsan"),
+    ("transformer_dc", ["--quant-noise-scalar", "0.1"], "--quant-noise-scalar is not supported by transformer_dc"),
+    ("transformer_gret", ["--quant-noise-pq", "0.1"], "--quant-noise-pq is not supported by transformer_gret"),
 ]
 
 

@@ -31,3 +31,15 @@ def check_every_layer_runs(args, sides: Sequence[str], arch: str, why: str):
             raise ConfigError(f"--{side}-layers-to-keep is not supported by {arch}: {why}")
         if getattr(args, f"{side}_layers", 1) < 1:
             raise ConfigError(f"--{side}-layers must be at least 1 for {arch}, got {getattr(args, f'{side}_layers')}")
+
+
+def check_no_quant_noise(args, arch: str, modules: str):
+    """fairseq's quantization noise (``--quant-noise-pq``, ``--quant-noise-scalar``)
+    reaches fairseq's own layers, not ``modules``: the model would train
+    partly noised and be quantized as if wholly, so it is refused, the flag
+    named, rather than applied to part of it."""
+    for flag, attr in (("--quant-noise-pq", "quant_noise_pq"), ("--quant-noise-scalar", "quant_noise_scalar")):
+        value = getattr(args, attr, 0) or 0
+        if value > 0:
+            raise ConfigError(f"{flag} is not supported by {arch}: fairseq's quantization noise reaches its own "
+                              f"layers, not {modules}, which would train without it (got {flag} {value})")

@@ -48,7 +48,7 @@ from fairseq_ctx.models.layer_wrapping import wrap_layer
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.dual_contextual_layer import DualContextualDecoderLayer, DualContextualEncoderLayer
 from fairseq_ctx.modules.future_mask import BoolFutureMask
-from fairseq_ctx.models.checks import check_attention_dims
+from fairseq_ctx.models.checks import check_attention_dims, check_no_quant_noise
 from fairseq_ctx.models.model_config import (
     TransformerFlatConfig,
     add_args_from_dataclass,
@@ -102,8 +102,10 @@ def validate_dc_args(args):
         raise ConfigError(f"--dc-kernel-size must be a positive integer, got {args.dc_kernel_size}")
     enc_layers = getattr(args, "encoder_layers", 6)
     dec_layers = getattr(args, "decoder_layers", 6)
-    parse_layer_spec(args.dc_encoder_layers, enc_layers, "--dc-encoder-layers")
+    enc_dc = parse_layer_spec(args.dc_encoder_layers, enc_layers, "--dc-encoder-layers")
     dec_dc = parse_layer_spec(args.dc_decoder_layers, dec_layers, "--dc-decoder-layers")
+    if enc_dc or dec_dc:
+        check_no_quant_noise(args, "transformer_dc", "its Dual Contextual modules")
     # LayerDrop is fine (each DC layer stands alone), but the layers are chosen by number
     if getattr(args, "encoder_layers_to_keep", None) or getattr(args, "decoder_layers_to_keep", None):
         raise ConfigError("--encoder-layers-to-keep / --decoder-layers-to-keep are not supported by transformer_dc "

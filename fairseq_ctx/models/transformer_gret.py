@@ -72,7 +72,7 @@ from fairseq.models.transformer import (
 )
 
 from fairseq_ctx.errors import CheckpointMismatchError, ConfigError, MissingFileError
-from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs, check_no_quant_noise
 from fairseq_ctx.models.model_config import (
     TransformerFlatConfig,
     add_args_from_dataclass,
@@ -224,6 +224,7 @@ def validate_gret_args(args):
         )
     check_every_layer_runs(args, ["encoder"], "transformer_gret", "Eq. 10 aggregates the output of every encoder layer")
     check_attention_dims(args)
+    check_no_quant_noise(args, "transformer_gret", "its capsule routing, GRU, attentive pooling and gate")
 
 
 def checkpoint_will_be_restored(args) -> bool:

@@ -31,6 +31,7 @@ import torch.nn as nn
 from torch import Tensor
 
 from fairseq.modules import MultiheadAttention
+from fairseq.modules.quant_noise import quant_noise
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from fairseq_ctx.modules.feed_forward import feed_forward_sublayer
 from fairseq_ctx.modules.readout import Readout
@@ -58,7 +59,9 @@ class CtxEncGatedEncoderLayer(Readout, TransformerEncoderLayerBase):
             q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size,
         )
-        self.gate = nn.Linear(2 * self.embed_dim, self.embed_dim)
+        # fairseq's quantization noise, as its own layers' projections get it (none without --quant-noise-pq)
+        self.gate = quant_noise(nn.Linear(2 * self.embed_dim, self.embed_dim), self.quant_noise,
+                                self.quant_noise_block_size)
 
     def forward(
         self,
