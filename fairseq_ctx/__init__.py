@@ -61,9 +61,10 @@ PROCESS_WIDE_CHANGES = {
     "fairseq.optim.AMPOptimizer.clip_grad_norm and __init__": "replaced and wrapped (amp_scaling.py): "
         "fairseq's --amp unscales the gradients twice (its clip_grad_norm through the inner optimizer, its step "
         "through the wrapper, which the scaler has not seen unscaled), so the optimizer steps with gradients "
-        "divided by the loss scale; and it takes its initial scale from --fp16-init-scale and its growth "
-        "interval from --amp-init-scale. Unscaled once, through the object step hands the scaler, and the "
-        "scaler built from --amp-init-scale and --amp-scale-window; --fp16 and --bf16 are untouched",
+        "divided by the loss scale; and it takes its initial scale from --fp16-init-scale and, with "
+        "--amp-scale-window, its growth interval from --amp-init-scale. Unscaled once, through the object step "
+        "hands the scaler, and the scaler built from --amp-init-scale and --amp-scale-window; --fp16 and --bf16 "
+        "are untouched",
     "sys.excepthook": "our errors (FairseqCtxError) print as one line 'fairseq_ctx: error: ...' inside "
         "fairseq's own commands, which the plugin does not otherwise control; other exceptions go to the "
         "previous hook unchanged",

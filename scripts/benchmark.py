@@ -38,8 +38,8 @@ binarized data and with the same model size:
   difference among the others (``doc_order_max_score_diff``) are recorded;
 * with ``--profile-steps``, one more training update and one decoded batch
   under the profiler (``train_profile``, ``decode_profile``;
-  scripts/step_profile.py): the share of the wall time a GPU kernel ran,
-  and the host's time inside operations, waiting for the GPU and between
+  scripts/step_profile.py), after the timed ones: the share of the wall
+  time the GPU was busy, and the host's time inside operations, waiting for the GPU and between
   operations, which says whether a ratio below its FLOP bound comes from
   launches, Python or the GPU's work;
 
@@ -186,8 +186,9 @@ def measure(opts):
     skips for fp16), on the batches fairseq-train would draw; the model is
     the one the Trainer cast and moved. ``phase_s``: the seconds of each
     phase of the child (set-up: imports, the model and Trainer; training,
-    the untimed updates and the profiled one included; decoding; the
-    document-order decodes; the FLOP count), so that a GPU call can be
+    the untimed updates and the one whose kernels are recorded included;
+    decoding; the document-order decodes; with ``--profile-steps`` the
+    profiled update and decoded batch; the FLOP count), so that a GPU call can be
     sized and its overhead seen; the child's start-up before them is the
     piece's ``seconds`` less their sum."""
     phase_start = time.perf_counter()
@@ -256,15 +257,6 @@ def measure(opts):
     # the attention kernels that ran in one more (untimed) update, by the profiler
     with fused_attention.recorded_kernels() as train_kernels:
         trainer.train_step([timed_samples[0]])
-    import step_profile  # this directory's
-
-    profiles = {}
-
-    def profiled(key, fn):
-        profiles[key] = step_profile.profile_or_error(fn, device.type == "cuda")
-
-    if opts.profile_steps:
-        profiled("train_profile", lambda: trainer.train_step([timed_samples[0]]))
     timed_samples = [utils.move_to_cuda(s, device) if device.type == "cuda" else s for s in timed_samples]
     phase_done("train")
 
@@ -315,9 +307,6 @@ def measure(opts):
         if sents >= opts.decode_sentences:
             break
     decode_tok_s, _, gen_tokens, _ = timed_decode(decode_samples)
-    if opts.profile_steps:
-        with torch.no_grad():
-            profiled("decode_profile", lambda: task.inference_step(generator, [model], decode_samples[0]))
     phase_done("decode")
     # read before the document-order decodes, which only the baseline and
     # ctxenc run (all their batches held, and ctxenc's cached states)
@@ -341,6 +330,20 @@ def measure(opts):
             full["doc_order_hits"], full["doc_order_misses"] = cache.hits, cache.misses
             full["doc_order_differing"], full["doc_order_max_score_diff"] = compare_decodes(ordinary, reused)
     phase_done("doc_order")
+
+    # --profile-steps: after every timed phase and the peak memory (the traces take host memory)
+    profiles = {}
+    if opts.profile_steps:
+        import step_profile  # this directory's
+
+        model.train()
+        profiles["train_profile"] = step_profile.profile_or_error(
+            lambda: trainer.train_step([timed_samples[0]]), device.type == "cuda")
+        model.eval()
+        with torch.no_grad():
+            profiles["decode_profile"] = step_profile.profile_or_error(
+                lambda: task.inference_step(generator, [model], decode_samples[0]), device.type == "cuda")
+        phase_done("profile")
 
     # FLOPs of the timed batches, counted after the peak memory was read (the
     # counting passes repeat the work). Adam's step is elementwise (0 FLOPs).
@@ -571,15 +574,18 @@ def markdown_table(doc) -> str:
 
 def profile_shares(profile) -> str:
     """``41%, 23%`` from a step profile (scripts/step_profile.py): the share
-    of its wall time a GPU kernel ran (``-`` on CPU) and the share outside
+    of its wall time the GPU was busy (``-`` on CPU) and the share outside
     every operation (Python and the framework); the profiler's error, or
     ``-`` where there is none."""
+    import step_profile  # this directory's (torch-free)
+
     if not profile:
         return "-"
     if "error" in profile:
         return f"not profiled ({profile['error'][:60]})"
-    busy = f"{profile['device_busy']:.0%}" if profile.get("device_busy") is not None else "-"
-    return f"{busy}, {profile['between_ops_ms'] / profile['wall_ms']:.0%}"
+    shares = step_profile.shares(profile)
+    busy = f"{shares['busy']:.0%}" if shares["busy"] is not None else "-"
+    return f"{busy}, {shares['between']:.0%}"
 
 
 def kernel_summary(counts) -> str:

@@ -52,7 +52,7 @@ in groups (``seen_ms``) and without (``one_pass_seen_ms``) in turn, the
 fair pair. ``one_pass_kernels``: one profiled update without groups.
 With ``--profile-steps`` each cell profiles one more update (``profile``;
 a ctxenc cell also one without its groups, ``one_pass_profile``;
-scripts/step_profile.py: the share of its wall time a GPU kernel ran, and
+scripts/step_profile.py: the share of its wall time the GPU was busy, and
 the host's time between operations and waiting for the GPU), a line each
 below the table.
 Every cell's JSON is written to ``--out`` the moment it is done

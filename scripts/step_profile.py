@@ -1,7 +1,8 @@
 """Where the time of one call goes (a training update, a decoded batch): on
 the host, inside ATen operations, in synchronizing calls and copies, and
 between operations (Python: fairseq's trainer and search, the modules'
-calls); on the GPU, how much of the call's wall time a kernel ran.
+calls); on the GPU, how much of the call's wall time it was busy (a
+kernel, a copy or a memset running).
 
 A model whose update is bound by its kernel launches or by Python leaves
 the GPU idle most of the time, and its speed ratio against the baseline
@@ -25,7 +26,7 @@ one call, synchronized before and after, its Chrome trace read back:
   bookkeeping);
 * ``launches`` / ``launch_ms``: kernel launch calls and their host time;
 * ``device_ms``: the union of the intervals in which a kernel, copy or
-  memset ran on the GPU, ``device_busy`` its share of ``wall_ms``;
+  memset ran on the GPU (busy), ``device_busy`` its share of ``wall_ms``;
   ``kernels``: how many kernels ran (None on CPU, and where the profiler
   recorded no device activity: ``device_recorded`` False);
 * ``top_kernels`` and ``top_ops``: the kernels by device time and the ATen
@@ -55,6 +56,8 @@ LAUNCH_PREFIXES = ("cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunchK
 
 def is_launch(name: str) -> bool:
     return name.startswith(LAUNCH_PREFIXES)
+
+
 TOP = 8
 
 
@@ -143,13 +146,29 @@ def profile_call(fn, cuda: bool) -> dict:
     return summarize(trace_events(prof), wall_ms, cuda)
 
 
+class _CallFailed(Exception):
+    """The profiled call itself raised (its exception is the cause)."""
+
+
 def profile_or_error(fn, cuda: bool) -> dict:
     """:func:`profile_call`, or ``{"error": ...}`` where the profiler cannot
-    run: a diagnosis, whose failure leaves the measurement beside it whole."""
+    run (a diagnosis: its failure leaves the measurement beside it whole);
+    an exception of ``fn`` itself (a CUDA error, out of memory) is raised as
+    it came, since what runs after it would run on a broken device."""
     try:
         return profile_call(fn, cuda)
-    except Exception as e:  # noqa: BLE001 (any failure of the profiler's, as one line in the results)
+    except _CallFailed as e:
+        raise e.__cause__ from None
+    except Exception as e:  # noqa: BLE001 (the profiler's own failure, whatever it is, as one line)
         return {"error": f"{type(e).__name__}: {e}"}
+
+
+def shares(profile) -> dict:
+    """The shares of a profile's wall time: ``busy`` (the GPU; None on CPU),
+    ``between`` (outside every operation) and ``waiting`` (for the GPU)."""
+    wall = profile["wall_ms"]
+    return {"busy": profile.get("device_busy"), "between": profile["between_ops_ms"] / wall,
+            "waiting": profile["wait_ms"] / wall}
 
 
 def line(profile) -> str:
@@ -157,10 +176,10 @@ def line(profile) -> str:
     and waiting, launches; or the profiler's error."""
     if "error" in profile:
         return f"not profiled ({profile['error']})"
-    busy = f"GPU busy {profile['device_busy']:.0%}, " if profile.get("device_busy") is not None else ""
-    return (f"{profile['wall_ms']:.1f} ms profiled: {busy}between operations "
-            f"{profile['between_ops_ms'] / profile['wall_ms']:.0%}, waiting for the GPU "
-            f"{profile['wait_ms'] / profile['wall_ms']:.0%}, {profile['launches']} launches")
+    s = shares(profile)
+    busy = f"GPU busy {s['busy']:.0%}, " if s["busy"] is not None else ""
+    return (f"{profile['wall_ms']:.1f} ms profiled: {busy}between operations {s['between']:.0%}, "
+            f"waiting for the GPU {s['waiting']:.0%}, {profile['launches']} launches")
 
 
 def run_profiled(fn, cuda: bool):
@@ -176,8 +195,11 @@ def run_profiled(fn, cuda: bool):
     sync()
     with profile(activities=activities) as prof:
         start = time.perf_counter()
-        fn()
-        sync()
+        try:
+            fn()
+            sync()
+        except Exception as e:
+            raise _CallFailed() from e
         wall_ms = (time.perf_counter() - start) * 1000
     return prof, wall_ms
 

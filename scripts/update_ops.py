@@ -25,10 +25,10 @@ fairseq's parser derives from ``--bf16``, is turned off as on a GPU).
 
 ``--ctxenc-one-pass`` counts the context encoder with its contexts in one
 pass (``transformer_ctxenc.contexts_in_one_pass``): without the length
-groups it forms where padding would fill most of a batch's contexts, the
-padding's FLOPs saved at the cost of more, smaller calls (the groups
-follow the batch's context lengths, so that count is the one that depends
-on the data).
+groups it forms where real context tokens would fill less than 80% of the
+padded context batch, which save the padding's FLOPs at the cost of more,
+smaller calls. Either way the context encoder's count follows the batch's
+context lengths (the only count here that depends on the data).
 
 ``--decoding-step`` counts one incremental decoding step instead (the
 third, as fairseq's beam search calls the model: decoder and log-softmax,
@@ -165,7 +165,8 @@ def measure_step(data_bin, name, step=3):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data_bin", help="binarized corpus with docids (any: counts do not depend on it)")
+    parser.add_argument("data_bin", help="binarized corpus with docids (any: the counts do not depend on it, but "
+                                         "for transformer_ctxenc's, which follows its first batch's context lengths)")
     parser.add_argument("--archs", nargs="+", default=list(ARCHS), choices=ARCHS)
     parser.add_argument("--precision", nargs="+", default=list(PRECISIONS), choices=("fp32", "bf16", "fp16"))
     parser.add_argument("--optimizers", nargs="+", default=list(OPTIMIZERS), choices=OPTIMIZERS)
@@ -175,6 +176,9 @@ def main(argv=None):
                         help="transformer_ctxenc with its contexts in one pass, not in length groups")
     parser.add_argument("--json", help="write the counts here")
     args = parser.parse_args(argv)
+    if args.ctxenc_one_pass and (args.decoding_step or "transformer_ctxenc" not in args.archs):
+        parser.error("--ctxenc-one-pass: counts transformer_ctxenc's training update; give it without "
+                     "--decoding-step and with transformer_ctxenc among --archs")
     if not os.path.isdir(args.data_bin):
         parser.error(f"data_bin: no directory {args.data_bin}")
     import torch

@@ -68,14 +68,13 @@ def test_benchmark_reports_ratios(tmp_path):
            f"| {ctxenc['doc_order_decode_ratio']:.2f}x |" in table.stdout
     assert table.stdout in proc.stdout  # the run prints the same table
     # --profile-steps: one update and one decoded batch per variant under the profiler; on CPU no device
-    # share, and the time outside every operation is the rest of the wall time
+    # share and no launch, the costliest operations' own times within the time inside operations
     for label, res in results.items():
         for key in ("train_profile", "decode_profile"):
             prof = res[key]
             assert prof["device_busy"] is None and prof["launches"] == 0 and prof["device_recorded"] is None
             assert 0 < prof["op_ms"] <= prof["wall_ms"]
-            assert prof["between_ops_ms"] == pytest.approx(prof["wall_ms"] - prof["op_ms"], abs=2e-3)
-            assert sum(o["ms"] for o in prof["top_ops"]) <= prof["op_ms"] + 1e-3
+            assert 0 < sum(o["ms"] for o in prof["top_ops"]) <= prof["op_ms"] + 1e-3
         row = next(line for line in table.stdout.splitlines() if line.startswith(f"| `{label}`"))
         assert row.endswith(f"| -, {res['train_profile']['between_ops_ms'] / res['train_profile']['wall_ms']:.0%} "
                             f"| -, {res['decode_profile']['between_ops_ms'] / res['decode_profile']['wall_ms']:.0%} |")

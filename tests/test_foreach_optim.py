@@ -210,6 +210,18 @@ def test_amp_loss_scaling_leaves_every_update_as_float32s(doc_corpus, optimizer)
     worst = max((ref_state[k] - amp_state[k]).abs().max().item() for k in ref_state)
     assert worst == 0.0, worst
     assert amp.optimizer.scaler.get_scale() == 8.0 * 2 ** (UPDATES // 4) and amp.get_num_updates() == UPDATES
+    if optimizer == "adam":  # fairseq's class as shipped: the same run drifts (2026-12-01: 1.7e-2, 0.046)
+        from fairseq.optim.amp_optimizer import AMPOptimizer
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(AMPOptimizer, "clip_grad_norm", _fairseqs_amp_optimizer_class().clip_grad_norm)
+            shipped = _amp_trainer(data_bin, optimizer, extra=["--amp-init-scale", "8", "--amp-scale-window", "4"])
+            _train_steps(shipped)
+        drift = _state(shipped)
+        weights = max((ref_state[k] - drift[k]).abs().max().item() for k in ref_state if k.startswith("model."))
+        moments = (sum(drift[k].norm() ** 2 for k in drift if k.startswith("exp_avg."))
+                   / sum(ref_state[k].norm() ** 2 for k in ref_state if k.startswith("exp_avg."))) ** 0.5
+        assert weights > 1e-3 and moments < 0.5, (weights, moments)
 
 
 def _fairseqs_amp_optimizer_class():
@@ -549,7 +561,7 @@ def test_update_ops_within_budget(arch, doc_corpus):
 ONE_PASS_BUDGET = {"fp32": 970, "bf16": 985}
 
 
-def test_ctxenc_length_groups_cost_operations_one_pass_does_not(doc_corpus):
+def test_ctxenc_length_groups_cost_over_800_operations_an_update(doc_corpus):
     """The toy batch forms length groups; with the contexts in one pass the
     update is within its budget, and the switch is undone after it."""
     from fairseq_ctx.models import transformer_ctxenc

@@ -116,8 +116,11 @@ def test_benchmark_call_killed_midway_keeps_its_finished_children(doc_corpus, tm
     assert result["sdpa_kernels_train"]["calls"] > 0
     # where the child's time went (what sizes the next call), within the time its parent measured
     phases = result["phase_s"]
-    assert list(phases) == ["setup", "train", "decode", "doc_order", "flops"]
-    assert phases["train"] > 0 and phases["decode"] > 0 and phases["flops"] > 0
+    assert list(phases) == ["setup", "train", "decode", "doc_order", "profile", "flops"]
+    assert phases["train"] > 0 and phases["decode"] > 0 and phases["profile"] > 0 and phases["flops"] > 0
+    # the call profiles a step of each kind (--profile-steps), here on CPU: no device share
+    for key in ("train_profile", "decode_profile"):
+        assert result[key]["device_busy"] is None and 0 < result[key]["op_ms"] <= result[key]["wall_ms"], key
     assert sum(phases.values()) <= piece["seconds"]
     with tarfile.open(out / "results.tgz") as tar:
         names = tar.getnames()

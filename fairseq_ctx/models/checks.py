@@ -33,13 +33,18 @@ def check_every_layer_runs(args, sides: Sequence[str], arch: str, why: str):
             raise ConfigError(f"--{side}-layers must be at least 1 for {arch}, got {getattr(args, f'{side}_layers')}")
 
 
-def check_no_quant_noise(args, arch: str, modules: str):
-    """fairseq's quantization noise (``--quant-noise-pq``, ``--quant-noise-scalar``)
-    reaches fairseq's own layers, not ``modules``: the model would train
-    partly noised and be quantized as if wholly, so it is refused, the flag
+def check_no_quant_noise(args, arch: str, pq_misses: str, scalar_misses: str):
+    """fairseq's quantization noise would reach only part of the model: the
+    product-quantization noise (``--quant-noise-pq``) the projections that
+    fairseq's layers build with it, not ``pq_misses``; the scalar noise
+    (``--quant-noise-scalar``) every ``nn.Linear``, ``nn.Embedding`` and
+    ``nn.Conv2d`` through its forward, not ``scalar_misses`` (weights the
+    model applies itself, other module types). Trained partly noised, the
+    model would be quantized as if wholly, so each is refused, the flag
     named, rather than applied to part of it."""
-    for flag, attr in (("--quant-noise-pq", "quant_noise_pq"), ("--quant-noise-scalar", "quant_noise_scalar")):
+    for flag, attr, misses in (("--quant-noise-pq", "quant_noise_pq", pq_misses),
+                               ("--quant-noise-scalar", "quant_noise_scalar", scalar_misses)):
         value = getattr(args, attr, 0) or 0
         if value > 0:
-            raise ConfigError(f"{flag} is not supported by {arch}: fairseq's quantization noise reaches its own "
-                              f"layers, not {modules}, which would train without it (got {flag} {value})")
+            raise ConfigError(f"{flag} is not supported by {arch}: fairseq's noise would not reach {misses}, "
+                              f"which would train without it (got {flag} {value})")

@@ -104,8 +104,10 @@ def validate_ctxsan_args(args):
     sides = ["encoder", "decoder"] if args.ctxsan_side == "both" else [args.ctxsan_side]
     check_every_layer_runs(args, sides, "transformer_ctxsan",
                            "on the context-aware side the context of layer l is sized by l (Eq. 9-10)")
-    check_no_quant_noise(args, "transformer_ctxsan", "its context-aware self-attention (projections, context "
-                         "and gate weights)")
+    check_no_quant_noise(args, "transformer_ctxsan",
+                         pq_misses="its context-aware self-attention (projections, context and gate weights)",
+                         scalar_misses="its self-attention's projections, which it applies through their weights "
+                                       "(fused), and its gate vectors")
     if getattr(args, "offload_activations", False):
         raise ConfigError("--offload-activations is not supported by transformer_ctxsan "
                           "(use --checkpoint-activations, which it supports)")

@@ -105,7 +105,8 @@ def validate_dc_args(args):
     enc_dc = parse_layer_spec(args.dc_encoder_layers, enc_layers, "--dc-encoder-layers")
     dec_dc = parse_layer_spec(args.dc_decoder_layers, dec_layers, "--dc-decoder-layers")
     if enc_dc or dec_dc:
-        check_no_quant_noise(args, "transformer_dc", "its Dual Contextual modules")
+        check_no_quant_noise(args, "transformer_dc", pq_misses="its Dual Contextual modules",
+                             scalar_misses="the convolution weights of its Dual Contextual modules")
     # LayerDrop is fine (each DC layer stands alone), but the layers are chosen by number
     if getattr(args, "encoder_layers_to_keep", None) or getattr(args, "decoder_layers_to_keep", None):
         raise ConfigError("--encoder-layers-to-keep / --decoder-layers-to-keep are not supported by transformer_dc "

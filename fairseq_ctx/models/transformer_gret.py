@@ -224,7 +224,8 @@ def validate_gret_args(args):
         )
     check_every_layer_runs(args, ["encoder"], "transformer_gret", "Eq. 10 aggregates the output of every encoder layer")
     check_attention_dims(args)
-    check_no_quant_noise(args, "transformer_gret", "its capsule routing, GRU, attentive pooling and gate")
+    check_no_quant_noise(args, "transformer_gret", pq_misses="its capsule routing, GRU, attentive pooling and gate",
+                         scalar_misses="its GRU cell and capsule scales")
 
 
 def checkpoint_will_be_restored(args) -> bool:
