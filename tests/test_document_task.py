@@ -608,3 +608,43 @@ def test_max_tokens_counts_a_separate_context_as_the_baseline_does_not(data, siz
     assert mode == "concat"
     assert len(concat) > len(baseline)  # the glued sources fill --max-tokens sooner
     assert sorted(i for b in concat for i in b) == sorted(i for b in baseline for i in b)
+
+
+@pytest.mark.parametrize("name", ["ctxenc", "concat", "ctxsan"])
+def test_eval_bleu_decodes_what_the_validation_loss_reads(data, name):
+    """``--eval-bleu`` (fairseq's validation BLEU, which ``--best-checkpoint-metric
+    bleu`` selects by) decodes each validation batch with the inputs the
+    validation loss reads: the same source and context tensors reach the
+    encoder in both (contexts for the context encoder, glued in front of
+    the source for concatenation, none for a sentence-level model)."""
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from fairseq_ctx.architectures import TINY_FLAGS, variant
+
+    v = variant(name)
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(data[1]), "--user-dir", USER_DIR, "--arch", v.arch, *TINY_FLAGS, *v.flags, *v.task, "--task",
+        "document_translation", "--criterion", "label_smoothed_cross_entropy", "--eval-bleu",
+        "--eval-bleu-args", '{"beam": 1, "max_len_b": 5}', "--cpu"])
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model).eval()
+    criterion = task.build_criterion(cfg.criterion)
+    task.load_dataset("valid")
+    sample = next(iter(task.get_batch_iterator(dataset=task.dataset("valid"), max_sentences=8, seed=1)
+                       .next_epoch_itr(shuffle=False)))
+    inputs = []
+    forward = model.encoder.forward
+    model.encoder.forward = lambda src_tokens, *a, **kw: inputs.append(
+        (src_tokens, kw.get("ctx_tokens"))) or forward(src_tokens, *a, **kw)
+    with torch.no_grad():
+        _, _, logging_output = task.valid_step(sample, model, criterion)
+    assert "_bleu_sys_len" in logging_output and len(inputs) >= 2  # the loss's forward, then the decoding's
+    (loss_src, loss_ctx), decoded = inputs[0], inputs[1:]
+    for src, ctx in decoded:
+        assert torch.equal(src, loss_src)
+        assert (ctx is None) == (loss_ctx is None) and (ctx is None or torch.equal(ctx, loss_ctx))
+    assert torch.equal(loss_src, sample["net_input"]["src_tokens"])  # (concatenation's glued by the dataset)
+    assert (loss_ctx is not None) == (name == "ctxenc")
+    if loss_ctx is not None:
+        assert torch.equal(loss_ctx, sample["net_input"]["ctx_tokens"])
