@@ -99,7 +99,6 @@ def clip_grad_norm(self, max_norm, aggregate_norm_fn=None):
     return grad_norm
 
 
-
 def install() -> None:
     """Correct ``AMPOptimizer`` (idempotent)."""
     from fairseq.optim.amp_optimizer import AMPOptimizer
