@@ -281,6 +281,29 @@ def test_amp_clip_grad_norm_is_fairseqs_but_for_what_it_unscales_through(doc_cor
     assert seen["fairseq"][1:4] == (True, ["AMP: overflow detected, setting scale to to 4.0"], True)
 
 
+@CPU_AMP
+def test_amp_overflow_retries_the_batch_at_half_the_scale(doc_corpus):
+    """An overflow under --amp: the corrected clip reports it, the step is
+    skipped and the scale halved, and fairseq's trainer feeds the same batch
+    again (--amp-batch-retries), which then makes the update: one update,
+    the scale halved once, the weights those of float32 training's first
+    update."""
+    data_bin = str(doc_corpus[1])
+    sample = next(iter(_batches(_trainer(data_bin, "adam", "fp32", "cpu"))))
+    ref = _trainer(data_bin, "adam", "fp32", "cpu")
+    ref.train_step([sample])
+    amp = _amp_trainer(data_bin, "adam", extra=["--amp-init-scale", "8"])
+    weight = next(p for p in amp.model.parameters() if p.requires_grad)
+    backwards = []
+    # the first backward's gradient of one weight made infinite, as an overflow leaves it
+    weight.register_hook(lambda g: backwards.append(1) or (torch.full_like(g, float("inf")) if len(backwards) == 1
+                                                           else g))
+    amp.train_step([sample])
+    assert len(backwards) == 2 and amp.get_num_updates() == 1 and amp.optimizer.scaler.get_scale() == 4.0
+    ref_state, amp_state = _state(ref), _state(amp)
+    assert max((ref_state[k] - amp_state[k]).abs().max().item() for k in ref_state) == 0.0
+
+
 @pytest.mark.unit
 def test_amp_flags_reach_the_scaler():
     """--amp-init-scale is the initial scale and --amp-scale-window the
