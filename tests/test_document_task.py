@@ -190,6 +190,15 @@ def test_batch_buckets_refused_in_one_line(data):
         setup(bin_dir, ["--num-batch-buckets", "4"])
 
 
+def test_alignments_refused_with_concat_context(data):
+    """fairseq's alignments index the source's tokens; with the context
+    glued in front they would point into the context, so the pair is refused
+    (a separate context leaves the source as it is)."""
+    _, bin_dir = data
+    with pytest.raises(ValueError, match="^--load-alignments: not supported with --concat-context"):
+        setup(bin_dir, ["--concat-context", "--load-alignments"])
+
+
 @pytest.mark.unit
 def test_negative_context_size():
     with pytest.raises(ValueError, match="--context-size"):

@@ -171,6 +171,9 @@ class DocumentTranslationTask(TranslationTask):
         if getattr(cfg, "target_context", False) and not cfg.concat_context:
             raise ConfigError("--target-context needs --concat-context (the 2-to-2 baseline glues the "
                               "context to both sides)")
+        if getattr(cfg, "load_alignments", False) and cfg.concat_context:
+            raise ConfigError("--load-alignments: not supported with --concat-context (the context glued in "
+                              "front of each sentence moves the token positions the alignments index)")
         if getattr(cfg, "num_batch_buckets", 0):
             raise ConfigError("--num-batch-buckets: not supported with --task document_translation (the context "
                               "is glued from and sized by unpadded sentences); leave it at 0")
