@@ -389,7 +389,9 @@ def generate_in_process(data_bin, checkpoint, results_dir, extra=(), subset="tes
     cfg = _cli_args(options.get_generation_parser(), [
         data_bin, "--user-dir", USER_DIR, "--path", checkpoint, "--gen-subset", subset,
         "--beam", beam, "--max-len-b", "20", "--batch-size", "8", "--cpu",
-        "--required-batch-size-multiple", "1", "--results-path", results_dir, *task_flags, *extra,
+        "--required-batch-size-multiple", "1", "--results-path", results_dir,
+        # no data-loader processes forked from the test's own (the commands' default, 1, is run by generate())
+        "--num-workers", "0", *task_flags, *extra,
     ])
     fairseq_generate.main(cfg)
     return parse_generate((Path(results_dir) / f"generate-{subset}.txt").read_text())
@@ -418,7 +420,8 @@ def interactive_output(data_bin, checkpoint, lines, tmp_dir, beam=2, task_flags=
     source.write_text("\n".join(lines) + "\n")
     cfg = _cli_args(options.get_interactive_generation_parser(), [
         data_bin, "--user-dir", USER_DIR, "--path", checkpoint, "--beam", beam, "--max-len-b", "20",
-        "--cpu", "--buffer-size", "4", "--batch-size", "4", "--input", source, *task_flags, *extra,
+        "--cpu", "--buffer-size", "4", "--batch-size", "4", "--input", source, "--num-workers", "0",
+        *task_flags, *extra,
     ])
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
