@@ -199,6 +199,30 @@ def test_alignments_refused_with_concat_context(data):
         setup(bin_dir, ["--concat-context", "--load-alignments"])
 
 
+def test_alignments_with_a_separate_context_are_the_sentence_pairs(tmp_path):
+    """--load-alignments with a separate context: the batch's alignments
+    are those of fairseq's translation task for the same sentences, since
+    the source stays as it was (the context is a tensor of its own)."""
+    raw = make_parallel_data(tmp_path / "raw", num_train=40, num_valid=6, num_test=6, docs_every=4)
+    for split in ("train", "valid", "test"):  # each target word is its source word's twin: i-i
+        lines = (raw / f"{split}.src").read_text().splitlines()
+        (raw / f"{split}.align").write_text("".join(" ".join(f"{i}-{i}" for i in range(len(line.split()))) + "\n"
+                                                    for line in lines))
+    bin_dir = preprocess(raw, tmp_path / "bin", extra=["--align-suffix", "align"])
+    batches = {}
+    for task_flags in (TASK, ["--task", "translation"]):
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            str(bin_dir), *task_flags, "--arch", "transformer_ctxenc_tiny", "--load-alignments"])
+        task = tasks.setup_task(args)
+        task.load_dataset("train")
+        ds = task.dataset("train")
+        batches[task_flags[-1]] = ds.collater([ds[i] for i in range(9, 17)])
+    doc, plain = batches["document_translation"], batches["translation"]
+    assert doc["alignments"].numel() > 0 and torch.equal(doc["alignments"], plain["alignments"])
+    assert torch.equal(doc["net_input"]["src_tokens"], plain["net_input"]["src_tokens"])
+    assert "ctx_tokens" in doc["net_input"] and "ctx_tokens" not in plain["net_input"]
+
+
 @pytest.mark.unit
 def test_negative_context_size():
     with pytest.raises(ValueError, match="--context-size"):
