@@ -240,19 +240,19 @@ def run_cells(opts, cells):
         step(trainer, next_batch(cell, task, model))  # untimed: allocations, first-call set-up
         samples = [next_batch(cell, task, model) for _ in range(opts.updates)]
         fresh = [timed(trainer, s) for s in samples]
-        paired = {}
+        extra = {}  # the cell's one-pass timings (ctxenc) and step profiles
         if cell["model"] == "ctxenc":
             with contexts_in_one_pass():
-                paired["one_pass_fresh_ms"] = [timed(trainer, s) for s in samples]
-            seen, paired["one_pass_seen_ms"] = [], []
+                extra["one_pass_fresh_ms"] = [timed(trainer, s) for s in samples]
+            seen, extra["one_pass_seen_ms"] = [], []
             for s in samples:
                 seen.append(timed(trainer, s))
                 with contexts_in_one_pass():
-                    paired["one_pass_seen_ms"].append(timed(trainer, s))
+                    extra["one_pass_seen_ms"].append(timed(trainer, s))
             with contexts_in_one_pass(), fused_attention.recorded_kernels() as one_pass_kernels:
                 step(trainer, samples[0])
             sync()
-            paired.update({k.replace("_ms", "_median_ms"): statistics.median(v) for k, v in paired.items()},
+            extra.update({k.replace("_ms", "_median_ms"): statistics.median(v) for k, v in extra.items()},
                           one_pass_kernels=dict(one_pass_kernels))
         else:
             seen = [timed(trainer, s) for s in samples]
@@ -261,10 +261,10 @@ def run_cells(opts, cells):
         sync()
         if opts.profile_steps:
             cuda = device.type == "cuda"
-            paired["profile"] = step_profile.profile_or_error(lambda: step(trainer, samples[0]), cuda)
+            extra["profile"] = step_profile.profile_or_error(lambda: step(trainer, samples[0]), cuda)
             if cell["model"] == "ctxenc":
                 with contexts_in_one_pass():
-                    paired["one_pass_profile"] = step_profile.profile_or_error(
+                    extra["one_pass_profile"] = step_profile.profile_or_error(
                         lambda: step(trainer, samples[0]), cuda)
         state_after = fused_attention.sdpa_state()  # what the updates left: torch may reorder at a call
         result = dict(cell, fresh_ms=fresh, seen_ms=seen, fresh_median_ms=statistics.median(fresh),
@@ -273,7 +273,7 @@ def run_cells(opts, cells):
                       shapes=[[int(s["net_input"]["src_tokens"].size(0)), int(s["net_input"]["src_tokens"].size(1)),
                                int(s["target"].size(1))] for s in samples],
                       skipped_updates=steps[0] - steps_before - (trainer.get_num_updates() - updates_before),
-                      **paired,
+                      **extra,
                       kernels=dict(kernels), sdpa_state=state, sdpa_state_after=state_after,
                       torch_default_state=torch_default,
                       params=sum(p.numel() for p in model.parameters()),
