@@ -277,6 +277,12 @@ MUTANTS: List[Mutant] = [
            "torch.stack(token_lprobs).mean(dim=0))",
            ("tests/test_contrastive.py::test_two_model_ensemble_matches_fairseq_sequence_scorer",),
            "an ensemble scored as the mean of log-probabilities, not the log of the mean probability"),
+    # ---- fairseq's inference options reaching our modules
+    Mutant("attention_dropout_not_retained", M + "fused_attention.py",
+           "on = dropout_module.training or dropout_module.apply_during_inference",
+           "on = dropout_module.training",
+           ("tests/test_contract.py::test_retain_dropout_makes_evaluation_draw_trainings_dropout",),
+           "--retain-dropout leaves ctxsan's and DC's attention probabilities undropped at inference"),
 ]
 
 CONFTEST = '''"""Written by scripts/mutation_check.py: record which fairseq_ctx is imported."""

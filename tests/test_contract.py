@@ -13,7 +13,9 @@ In-process, at tiny size with random weights (dropout off):
 * beam search translates a sentence the same alone and in a batch;
 * float16 and bfloat16 forward and backward: finite, and the output
   probabilities within the half type's tolerance of float32; the same
-  under autocast (float32 weights, bfloat16 products).
+  under autocast (float32 weights, bfloat16 products);
+* ``--retain-dropout``: an evaluation forward draws a training forward's
+  dropout masks (every dropout a ``FairseqDropout``).
 
 Through fairseq's own command-line code (``fairseq_cli.*.main`` in this
 process), with a checkpoint trained for two updates by ``fairseq-train``:
@@ -359,6 +361,33 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
     assert grads[0].keys() == grads[1].keys()
     for n in grads[0]:
         torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-5, rtol=1e-4, msg=lambda m: f"{n}: {m}")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", sorted(set(NAMES) | set(names(one_of_each()))))
+def test_retain_dropout_makes_evaluation_draw_trainings_dropout(name):
+    """fairseq-generate's ``--retain-dropout`` (Monte Carlo dropout at
+    inference) goes through ``make_generation_fast_``, which turns on every
+    ``FairseqDropout`` it finds (``--retain-dropout-modules``: those whose
+    module name is listed). Every dropout of every variant must be one: with
+    the same seed, an evaluation-mode forward then draws the masks of a
+    training-mode forward and gives its output to the bit. (Tried: ctxsan's attention and DC's FI
+    attention dropped their probabilities under ``self.training`` only, as
+    they did: fails for both.)"""
+    flags = ["--dropout", "0.3", "--attention-dropout", "0.3", "--activation-dropout", "0.3"]
+    model = tiny_model(name, flags)
+    src, src_lengths, prev, _, kwargs = _batch(model, seed=6)
+    with torch.no_grad():
+        model.train()
+        torch.manual_seed(12)
+        trained = model(src, src_lengths, prev, **kwargs)[0]
+        model.eval()
+        plain = model(src, src_lengths, prev, **kwargs)[0]
+        model.make_generation_fast_(retain_dropout=True, retain_dropout_modules=None)
+        torch.manual_seed(12)
+        retained = model(src, src_lengths, prev, **kwargs)[0]
+    assert not torch.equal(trained, plain)
+    assert torch.equal(retained, trained)
 
 
 # ---------------------------------------------------------------- device syncs

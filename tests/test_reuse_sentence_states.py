@@ -137,3 +137,18 @@ def test_interactive_with_reused_states_translates_the_same(doc_corpus, trained_
     plain = interactive_in_process(doc_corpus[1], ckpt, lines, tmp_path, task_flags=task)
     reused = interactive_in_process(doc_corpus[1], ckpt, lines, tmp_path, task_flags=[*task, "--reuse-sentence-states"])
     assert reused == plain and len(plain) == 4
+
+
+def test_reused_states_are_refused_with_retained_dropout(doc_corpus, trained_checkpoint, tmp_path):
+    """``--retain-dropout`` draws new masks in every forward; a cached state
+    would carry those of its first forward into every later one. One line
+    names both flags (fairseq-generate as a user runs it)."""
+    from tests.utils import generate
+
+    task = BY_NAME["ctxenc"].task
+    _, _, result = generate(doc_corpus[1], trained_checkpoint("ctxenc"), extra=["--retain-dropout"],
+                            task_flags=[*task, "--reuse-sentence-states"], check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "fairseq_ctx: error: --reuse-sentence-states reuses each sentence's encoder states for the whole run, and "
+        "--retain-dropout needs new dropout masks in every forward: use one of the two")

@@ -72,6 +72,7 @@ from fairseq.models.transformer.transformer_legacy import (
 from fairseq.modules import LayerNorm
 from torch import Tensor
 
+from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache
 from fairseq_ctx.modules.future_mask import BoolFutureMask
@@ -446,9 +447,15 @@ class TransformerCtxEncModel(TransformerModel):
         """fairseq's hook before a decoding run (fairseq-generate,
         -interactive, the hub): with the document task's
         ``--reuse-sentence-states`` the encoder gets a cache of shared-layer
-        states for the run (:mod:`fairseq_ctx.modules.ctxenc_state_cache`)."""
+        states for the run (:mod:`fairseq_ctx.modules.ctxenc_state_cache`).
+        Refused with ``--retain-dropout``: a cached state would carry the
+        dropout masks of the forward that computed it into every later one."""
+        reuse = getattr(getattr(cfg, "task", None), "reuse_sentence_states", False)
+        if reuse and getattr(getattr(cfg, "generation", None), "retain_dropout", False):
+            raise ConfigError("--reuse-sentence-states reuses each sentence's encoder states for the whole run, and "
+                              "--retain-dropout needs new dropout masks in every forward: use one of the two")
         super().prepare_for_inference_(cfg)
-        if getattr(getattr(cfg, "task", None), "reuse_sentence_states", False) and self.encoder.state_cache is None:
+        if reuse and self.encoder.state_cache is None:
             self.encoder.state_cache = SharedStateCache()
 
     @classmethod

@@ -61,13 +61,14 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
+from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor, nn
 
 # the choices of --ctxsan-context and --ctxsan-contextualize (written once, torch-free)
 from fairseq_ctx.model_options import CTXSAN_CONTEXT_TYPES as CONTEXT_TYPES
 from fairseq_ctx.model_options import CTXSAN_CONTEXTUALIZE as CONTEXTUALIZE
 
-from .fused_attention import attend_mask, attention
+from .fused_attention import attend_mask, attention, dropout_p
 from .incremental_cache import append_keys_values, reorder_cache
 from .readout import Readout
 
@@ -272,7 +273,8 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         self.layer = layer
         self.context = context
         self.contextualize = contextualize
-        self.dropout = dropout
+        # a fairseq module (not a float) so that --retain-dropout reaches it
+        self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
         self.causal = causal
         self.slot = slot
         self.gated = gated
@@ -542,7 +544,7 @@ class ContextAwareSelfAttention(Readout, nn.Module):
         build_mask = attend_mask if history is None else history.attend_mask
         attn_mask = build_mask(key_padding_mask, T, k.size(2), causal, x.device)  # (B|1) x 1 x (T|1) x S, or None
 
-        out = attention(q, k, v, attn_mask, dropout_p=self.dropout if self.training else 0.0,
+        out = attention(q, k, v, attn_mask, dropout_p=dropout_p(self.dropout_module),
                         is_causal=is_causal)  # B x H x T x hd
         out = out.permute(2, 0, 1, 3).reshape(T, B, d)
         return self.out_proj(out), None

@@ -81,7 +81,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from fairseq.modules import LayerNorm
 from fairseq.modules.fairseq_dropout import FairseqDropout
 
-from .fused_attention import attention, padded_empty
+from .fused_attention import attention, dropout_p, padded_empty
 from .incremental_cache import append_time_major, reorder_cache
 from .readout import Readout
 
@@ -136,7 +136,8 @@ class DualContextualModule(Readout, nn.Module):
         self.conv_bias = nn.Parameter(torch.empty(2 * embed_dim))
         self.local_layer_norm = LayerNorm(embed_dim, export=export)
         self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
-        self.attention_dropout = attention_dropout
+        # a fairseq module (not a float) so that --retain-dropout reaches it
+        self.attention_dropout_module = FairseqDropout(attention_dropout, module_name=self.__class__.__name__)
 
         # FI projections (Eq. 7) fused by input: r -> [q_l, q_g, k_g, v_g],
         # l_c -> [k_l, v_l]. No per-FI output projection.
@@ -306,18 +307,17 @@ class DualContextualModule(Readout, nn.Module):
 
         mask = self._combine_masks(attn_mask, key_padding_mask, T, S, B, r.dtype)
         want_probs = need_weights or self.keep_readout
-        dropout_p = self.attention_dropout if self.training else 0.0
         if want_probs:
             scores = torch.matmul(q, k.transpose(-1, -2)) * (hd ** -0.5)
             if mask is not None:
                 scores = scores + mask
             probs = torch.softmax(scores, dim=-1)
-            out = torch.matmul(F.dropout(probs, p=dropout_p, training=self.training), v)
+            out = torch.matmul(self.attention_dropout_module(probs), v)
             alpha = probs.view(B, 2, H, T, S)  # [alpha_l, alpha_g]
             if self.keep_readout:
                 self.record_readout(alpha=alpha)  # B x 2 x H x T x S
         else:
-            out = attention(q, k, v, mask, dropout_p=dropout_p)
+            out = attention(q, k, v, mask, dropout_p=dropout_p(self.attention_dropout_module))
             alpha = None
         # B x 2H x T x hd -> T x B x 2C laid out as [h_l; h_g] (Eq. 8)
         out = out.permute(2, 0, 1, 3).reshape(T, B, 2 * C)

@@ -162,6 +162,17 @@ def attend_mask(key_padding_mask: Optional[Tensor], T: int, S: int, causal: bool
     return out
 
 
+def dropout_p(dropout_module) -> float:
+    """The dropout probability for attention probabilities in this call,
+    from a fairseq ``FairseqDropout``: its ``p`` in training, and in
+    evaluation where fairseq-generate's ``--retain-dropout`` (and
+    ``--retain-dropout-modules``) turned it on through
+    ``make_generation_fast_``, as fairseq's ``MultiheadAttention`` passes
+    ``training=self.training or self.dropout_module.apply_during_inference``."""
+    on = dropout_module.training or dropout_module.apply_during_inference
+    return dropout_module.p if on else 0.0
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0,
               is_causal: bool = False) -> Tensor:
     """``F.scaled_dot_product_attention`` (``B x H x T x hd`` inputs) with
