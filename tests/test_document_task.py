@@ -311,6 +311,42 @@ def test_context_is_previous_sentence_across_shuffled_batches(data, concat, size
     assert sum(1 for i in range(len(ds)) if i == 0 or docids[i] != docids[i - 1]) > 10
 
 
+@pytest.mark.parametrize("concat", [False, True])
+def test_truncate_source_cuts_sentences_and_contexts_to_the_limit(data, concat):
+    """fairseq's ``--truncate-source`` (keep a source's first
+    ``--max-source-positions`` - 1 tokens and its EOS) with the task: each
+    sentence is fairseq's translation task's truncated source, its context
+    the previous sentence truncated the same way, and a glued source (the
+    sentence, then as much of the context as fits) stays within the limit."""
+    limit = 6
+    flags = ["--truncate-source", "--max-source-positions", str(limit), *(["--concat-context"] if concat else [])]
+    task = setup(data[1], flags)
+    task.load_dataset("train")
+    ds = task.dataset("train")
+    plain = tasks.setup_task(options.parse_args_and_arch(options.get_training_parser(), [
+        str(data[1]), "--arch", "transformer", "--truncate-source", "--max-source-positions", str(limit)]))
+    plain.load_dataset("train")
+    docids = (data[0] / "train.docids").read_text().splitlines()
+    eos, sep = task.source_dictionary.eos(), task.sep
+    fitted = 0
+    assert max(ds.pair.src_sizes) == limit < max(len(line.split()) + 1 for line in
+                                                 (data[0] / "train.src").read_text().splitlines())
+    for i in range(len(ds)):
+        want = plain.dataset("train")[i]["source"].tolist()
+        assert len(want) <= limit and want[-1] == eos
+        prev = plain.dataset("train")[i - 1]["source"].tolist()[:-1] if i and docids[i - 1] == docids[i] else []
+        got = ds[i]["source"].tolist()
+        if concat:
+            assert len(got) <= limit and got[-len(want):] == want
+            if len(got) > len(want):  # some context fitted: the newest end of the previous sentence, then <sep>
+                assert got[-len(want) - 1] == sep and got[:-len(want) - 1] == prev[len(prev) - len(got) + len(want) + 1:]
+        else:
+            assert got == want
+            assert ds[i]["context"].tolist() == prev + [eos]
+        fitted += len(got) > len(want) if concat else len(prev) == limit - 1
+    assert fitted > 4  # contexts that were cut (separate) or glued in part (concat): both paths ran
+
+
 @pytest.fixture(scope="module")
 def explicit(data, tmp_path_factory):
     """The data with an explicit context file for 'valid' instead of its
