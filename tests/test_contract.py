@@ -22,7 +22,8 @@ process), with a checkpoint trained for two updates by ``fairseq-train``:
 ``fairseq-generate`` translates every test sentence and ``--score-reference``
 scores every reference, each token's printed score being the checkpoint's
 log-probability of it in a teacher-forced forward pass (with the test set's
-context), as it is with ``--sampling`` and ``--prefix-size``,
+context), as it is with ``--sampling`` and ``--prefix-size``, and with an
+ensemble (``--path a.pt:b.pt``) the log of the models' mean probability,
 ``fairseq-interactive`` on the raw lines of the test set's documents gives
 generate's hypotheses and alignments and keeps its ``--constraints``, and
 ``fairseq-validate``'s NLL equals minus the mean of ``--score-reference``'s
@@ -570,6 +571,44 @@ def _generate_recording(name, doc_corpus, trained_checkpoint, out_dir, monkeypat
     return (out_dir / "generate-test.txt").read_text(), produced
 
 
+# ensembles fairseq-generate can load together: the variants that read the
+# same inputs under the same task flags; a variant alone in its group is
+# ensembled with a second checkpoint of its own, trained from another seed
+ENSEMBLES = {"sentence-level": [n for n in NAMES if not BY_NAME[n].task],
+             **{n: [n] for n in NAMES if BY_NAME[n].task}}
+
+
+@pytest.mark.parametrize("group", sorted(ENSEMBLES))
+def test_an_ensemble_scores_each_token_as_fairseqs_ensemble_does(group, doc_corpus, trained_checkpoint, tmp_path,
+                                                                 tmp_path_factory, monkeypatch):
+    """fairseq-generate with ``--path a.pt:b.pt:...`` (fairseq's
+    ``EnsembleModel``: one encoder output and incremental state per model,
+    each reordered by beam search): every sentence-level architecture in one
+    ensemble, each document-task variant with a second checkpoint of its own.
+    A hypothesis token's printed score is the log of the models' mean
+    probability of it, each model's from a plain forward pass over the
+    hypothesis, so no model's state reaches another's; fairseq-interactive
+    with the same ensemble gives the same hypotheses."""
+    from tests.utils import train_in_process
+
+    names_ = ENSEMBLES[group]
+    paths = [str(trained_checkpoint(n)) for n in names_]
+    if len(names_) == 1:
+        v = BY_NAME[names_[0]]
+        paths.append(str(train_in_process(doc_corpus[1], tmp_path_factory.mktemp(f"seed2_{v.name}"), v.arch,
+                                          [*TINY_FLAGS, *v.flags, *v.task, "--seed", "2"])))
+    output, produced = _generate_recording(names_[0], doc_corpus, lambda _: ":".join(paths), tmp_path, monkeypatch)
+    per_model = [_forward_log2_probs(names_[0], doc_corpus, lambda _, p=p: p, produced) for p in paths]
+    assert all(per_model[0][i] != other[i] for other in per_model[1:] for i in produced)  # the models differ
+    want = {i: (torch.logsumexp(torch.tensor([m[i] for m in per_model]) * math.log(2), dim=0)
+                - math.log(len(paths))).div(math.log(2)).tolist() for i in produced}
+    _check_scores(output, want)
+    hyps, _ = parse_generate(output)
+    interactive = interactive_in_process(doc_corpus[1], ":".join(paths), _interactive_lines(names_[0], doc_corpus),
+                                         tmp_path, task_flags=BY_NAME[names_[0]].task)
+    assert interactive == [hyps[i][0] for i in range(14)]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_score_reference_scores_every_reference(name, doc_corpus, trained_checkpoint, tmp_path_factory):
     """``--score-reference`` scores each test sentence's own reference (the
@@ -633,16 +672,22 @@ def test_interactive_equals_generate(name, doc_corpus, trained_checkpoint, tmp_p
     context as fairseq-generate's ``.docids``, across interactive's buffers
     of 4 lines), gives generate's hypotheses, sentence by sentence (same
     checkpoint, beam and length limits: tests/utils.py)."""
+    expected, _ = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory))
+    hyps = interactive_in_process(doc_corpus[1], trained_checkpoint(name), _interactive_lines(name, doc_corpus),
+                                  tmp_path, task_flags=BY_NAME[name].task)
+    assert hyps == [expected[i][0] for i in range(14)]
+
+
+def _interactive_lines(name, doc_corpus):
+    """The raw test set as fairseq-interactive's input for variant
+    ``name``: under the document task, documents separated by an empty line
+    (which starts a new document); sentence-level, the lines alone (an empty
+    line would be a sentence of its own)."""
     docs = _documents(doc_corpus[0])
     assert [len(d) for d in docs] == [4, 4, 4, 2]
-    if BY_NAME[name].task:  # the document task: an empty line starts a new document
-        lines = [line for doc in docs for line in [*doc, ""]][:-1]
-    else:  # sentence-level: no context to separate (an empty line would be a sentence of its own)
-        lines = [line for doc in docs for line in doc]
-    expected, _ = parse_generate(_generate(name, doc_corpus, trained_checkpoint, tmp_path_factory))
-    hyps = interactive_in_process(doc_corpus[1], trained_checkpoint(name), lines, tmp_path,
-                                  task_flags=BY_NAME[name].task)
-    assert hyps == [expected[i][0] for i in range(14)]
+    if BY_NAME[name].task:
+        return [line for doc in docs for line in [*doc, ""]][:-1]
+    return [line for doc in docs for line in doc]
 
 
 @pytest.mark.parametrize("name", NAMES)

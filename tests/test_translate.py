@@ -205,6 +205,35 @@ def test_translate_cli_matches_generate(corpus, checkpoints, tmp_path):
     assert (tmp_path / "out2.txt").read_text().split("\n")[:-1] == outputs == [ref[i][0] for i in range(8)]
 
 
+@pytest.mark.parametrize("group", ["ctxenc", "sentence-level"])
+def test_translate_cli_ensemble_matches_generate(corpus, checkpoints, tmp_path, tmp_path_factory, group):
+    """``--path a.pt:b.pt``: fairseq-ctx-translate decodes with fairseq's
+    ensemble as fairseq-generate does, for the context encoder with a second
+    checkpoint of its own (documents by --docids; the context reaches both
+    models) and for the sentence-level architectures together. Each model
+    alone translates other words than the ensemble (the second context
+    encoder trains four updates for that), so none is left out."""
+    raw, bin_dir = corpus
+    if group == "ctxenc":
+        arch, flags, task_flags, extra = MODELS["ctxenc"]
+        second = train_here(bin_dir, tmp_path_factory.mktemp("ctxenc_seed2"), arch, task_flags,
+                            [*flags, *extra, "--seed", "2", "--max-update", "4"])
+        paths = [checkpoints["ctxenc"], second]
+    else:
+        task_flags, paths = [], [checkpoints[n] for n in ("ctxsan", "dc", "gret")]
+    path = ":".join(map(str, paths))
+    ref = generate_here(bin_dir, path, tmp_path / "ref", task_flags)
+    singles = [generate_here(bin_dir, p, tmp_path / f"single{k}", task_flags) for k, p in enumerate(paths)]
+    texts = lambda decoded: [decoded[i][0] for i in range(8)]  # noqa: E731
+    assert all(texts(single) != texts(ref) for single in singles)  # every model counts, in the words too
+    (tmp_path / "in.txt").write_text((raw / "valid.src").read_text())
+    docids = ["--docids", str(tmp_path / "in.docids")] if task_flags else []
+    (tmp_path / "in.docids").write_text("\n".join(VALID_DOCIDS) + "\n")
+    outputs = translate_main([str(bin_dir), "--path", path, "--input", str(tmp_path / "in.txt"), *docids,
+                              "--output", str(tmp_path / "out.txt"), "--no-progress-bar", *GEN])
+    assert outputs == [ref[i][0] for i in range(8)]
+
+
 def test_an_empty_line_in_a_binarized_split_is_no_context(corpus, checkpoints, tmp_path):
     """An empty line inside a document of a binarized split (docids) is no
     sentence, as it is for fairseq-ctx-translate and the hub: the sentence
