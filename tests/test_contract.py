@@ -571,9 +571,9 @@ def _generate_recording(name, doc_corpus, trained_checkpoint, out_dir, monkeypat
     return (out_dir / "generate-test.txt").read_text(), produced
 
 
-# ensembles fairseq-generate can load together: the variants that read the
-# same inputs under the same task flags; a variant alone in its group is
-# ensembled with a second checkpoint of its own, trained from another seed
+# ensembles for fairseq-generate: every sentence-level variant together (the
+# translation task's inputs), each document-task variant with a second
+# checkpoint of its own, trained from another seed
 ENSEMBLES = {"sentence-level": [n for n in NAMES if not BY_NAME[n].task],
              **{n: [n] for n in NAMES if BY_NAME[n].task}}
 

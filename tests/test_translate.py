@@ -212,7 +212,8 @@ def test_translate_cli_ensemble_matches_generate(corpus, checkpoints, tmp_path, 
     checkpoint of its own (documents by --docids; the context reaches both
     models) and for the sentence-level architectures together. Each model
     alone translates other words than the ensemble (the second context
-    encoder trains four updates for that), so none is left out."""
+    encoder trains four updates for that), so none is left out. A context
+    encoder and a sentence-level model are refused together in one line."""
     raw, bin_dir = corpus
     if group == "ctxenc":
         arch, flags, task_flags, extra = MODELS["ctxenc"]
@@ -232,6 +233,11 @@ def test_translate_cli_ensemble_matches_generate(corpus, checkpoints, tmp_path, 
     outputs = translate_main([str(bin_dir), "--path", path, "--input", str(tmp_path / "in.txt"), *docids,
                               "--output", str(tmp_path / "out.txt"), "--no-progress-bar", *GEN])
     assert outputs == [ref[i][0] for i in range(8)]
+    if group == "ctxenc":  # a context encoder and a sentence-level model: one reads what the other cannot
+        mixed = f"{paths[0]}:{checkpoints['transformer_doc']}"
+        with pytest.raises(ConfigError, match="^cannot ensemble context-aware and sentence-level models$"):
+            translate_main([str(bin_dir), "--path", mixed, "--input", str(tmp_path / "in.txt"), *docids,
+                            "--output", str(tmp_path / "mixed.txt"), "--no-progress-bar", *GEN])
 
 
 def test_an_empty_line_in_a_binarized_split_is_no_context(corpus, checkpoints, tmp_path):
