@@ -39,6 +39,7 @@ import re
 import pytest
 import torch
 from fairseq.modules import MultiheadAttention
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_ctx.architectures import TINY_FLAGS, VARIANTS, grid_archs, names, one_of_each, option_grid, variant
@@ -341,7 +342,9 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
     model = build_model(BY_NAME[name].arch, [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", str(dropout),
                                              *norm_flags, "--checkpoint-activations"])
     model.load_state_dict(reference.state_dict())
-    layers = [*model.encoder.layers, *model.decoder.layers]
+    # every layer in the model, the context encoder's own last one too (not in encoder.layers)
+    layers = [m for m in model.modules() if isinstance(m, (TransformerEncoderLayerBase, TransformerDecoderLayerBase))]
+    assert len(layers) >= len(model.encoder.layers) + len(model.decoder.layers)
     assert all(getattr(layer, "normalize_before", None) == (norm == "pre") for layer in layers)
     unwrapped = [type(layer).__name__ for layer in layers
                  if not (hasattr(layer, "precheckpoint_forward") or getattr(layer, "ctx_checkpoint", False))]

@@ -70,6 +70,7 @@ from fairseq.models.transformer.transformer_legacy import (
     transformer_wmt_en_de_big,
 )
 from fairseq.modules import LayerNorm
+from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from torch import Tensor
 
 from fairseq_ctx.errors import ConfigError
@@ -119,6 +120,9 @@ def validate_ctxenc_args(args):
     check_every_layer_runs(args, ["encoder"], "transformer_ctxenc",
                            "source and context run through the same shared layers, and the last one is gated")
     check_attention_dims(args)
+    if getattr(args, "offload_activations", False):
+        raise ConfigError("--offload-activations is not supported by transformer_ctxenc, whose encoder layers "
+                          "checkpoint without reentrance (use --checkpoint-activations, which it supports)")
 
 
 class CtxEncEncoder(TransformerEncoderBase):
@@ -132,7 +136,7 @@ class CtxEncEncoder(TransformerEncoderBase):
             raise ValueError("transformer_ctxenc: return_fc (each layer's feed-forward output) is not supported")
         self._layers_built = 0
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
-        self.ctx_layer = super().build_encoder_layer(cfg)
+        self.ctx_layer = self._plain_layer(cfg)
         # --reuse-sentence-states: the shared-layer states of the sentences
         # encoded so far in this run (modules/ctxenc_state_cache.py)
         self.state_cache: Optional[SharedStateCache] = None
@@ -144,8 +148,15 @@ class CtxEncEncoder(TransformerEncoderBase):
         # the source encoder's last layer is the gated one (context attention and gate)
         self._layers_built += 1
         if self._layers_built == cfg.encoder.layers:
-            return wrap_layer(CtxEncGatedEncoderLayer(cfg), cfg)
-        return super().build_encoder_layer(cfg)
+            return wrap_layer(CtxEncGatedEncoderLayer(cfg), cfg, reentrant=False)
+        return self._plain_layer(cfg)
+
+    def _plain_layer(self, cfg):
+        # fairseq's layer as TransformerEncoderBase.build_encoder_layer builds it,
+        # checkpointed without reentrance: the shared layers (and the context
+        # encoder's own, once per length chunk) run more than once a forward
+        # (models/layer_wrapping.py)
+        return wrap_layer(TransformerEncoderLayerBase(cfg, return_fc=self.return_fc), cfg, reentrant=False)
 
     def _embed(self, tokens: Tensor, has_pads: Optional[bool] = None):
         """Embedded tokens with padding zeroed, T x B x C, and the padding
