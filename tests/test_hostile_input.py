@@ -161,6 +161,15 @@ BAD_FLAGS = [
     ("transformer_ctxsan", ["--quant-noise-pq", "0.1"], "--quant-noise-pq is not supported by transformer_ctxsan"),
     ("transformer_dc", ["--quant-noise-scalar", "0.1"], "--quant-noise-scalar is not supported by transformer_dc"),
     ("transformer_gret", ["--quant-noise-pq", "0.1"], "--quant-noise-pq is not supported by transformer_gret"),
+    # fairseq's xFormers attention would reach fairseq's attention only (checked before xFormers is imported)
+    ("transformer_ctxsan", ["--encoder-xformers-att-config", "{'name': 'linformer'}"],
+     "--encoder-xformers-att-config is not supported by transformer_ctxsan: its context-aware self-attention"),
+    ("transformer_ctxsan", ["--ctxsan-side", "decoder", "--decoder-xformers-att-config", "{'name': 'linformer'}"],
+     "--decoder-xformers-att-config is not supported by transformer_ctxsan"),
+    ("transformer_dc", ["--dc-decoder-layers", "1", "--decoder-xformers-att-config", "{'name': 'linformer'}"],
+     "--decoder-xformers-att-config is not supported by transformer_dc: the Dual Contextual modules of its decoder"),
+    ("transformer_ctxenc", ["--encoder-xformers-att-config", "{'name': 'linformer'}"],
+     "--encoder-xformers-att-config is not supported by transformer_ctxenc"),
 ]
 
 

@@ -2,7 +2,7 @@
 :class:`~fairseq_ctx.errors.ConfigError` (a ValueError) whose message names
 the flag, instead of an ``assert`` or a shape error deep in model building.
 Each model's ``validate_<arch>_args`` calls them with its own reason."""
-from typing import Sequence
+from typing import Dict, Sequence
 
 from fairseq_ctx.errors import ConfigError
 
@@ -48,3 +48,17 @@ def check_no_quant_noise(args, arch: str, pq_misses: str, scalar_misses: str):
         if value > 0:
             raise ConfigError(f"{flag} is not supported by {arch}: fairseq's noise would not reach {misses}, "
                               f"which would train without it (got {flag} {value})")
+
+
+def check_no_xformers(args, arch: str, misses: Dict[str, str]):
+    """fairseq's xFormers attention (``--encoder-xformers-att-config``,
+    ``--decoder-xformers-att-config``: an attention mechanism of xFormers'
+    in every ``MultiheadAttention`` of that side, possibly not scaled
+    dot-product attention at all) would not reach ``misses[side]``, the
+    side's own attention of ``arch``, which would keep scaled dot-product
+    attention beside fairseq's changed one: refused, the flag named."""
+    for side, what in misses.items():
+        value = getattr(args, f"{side}_xformers_att_config", None)
+        if value:
+            raise ConfigError(f"--{side}-xformers-att-config is not supported by {arch}: {what} would not use "
+                              f"xFormers' attention, fairseq's attention on that side would (got {value!r})")

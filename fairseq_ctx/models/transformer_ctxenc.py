@@ -77,7 +77,7 @@ from fairseq_ctx.errors import ConfigError
 from fairseq_ctx.modules.ctxenc_gated_layer import CtxEncGatedEncoderLayer
 from fairseq_ctx.modules.ctxenc_state_cache import SharedStateCache
 from fairseq_ctx.modules.future_mask import BoolFutureMask
-from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs
+from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs, check_no_xformers
 from fairseq_ctx.models.layer_wrapping import wrap_layer
 from fairseq_ctx.models.model_config import (
     TransformerFlatConfig,
@@ -120,6 +120,7 @@ def validate_ctxenc_args(args):
     check_every_layer_runs(args, ["encoder"], "transformer_ctxenc",
                            "source and context run through the same shared layers, and the last one is gated")
     check_attention_dims(args)
+    check_no_xformers(args, "transformer_ctxenc", {"encoder": "the context attention of its last encoder layer"})
     if getattr(args, "offload_activations", False):
         raise ConfigError("--offload-activations is not supported by transformer_ctxenc, whose encoder layers "
                           "checkpoint without reentrance (use --checkpoint-activations, which it supports)")

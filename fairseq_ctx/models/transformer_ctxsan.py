@@ -70,7 +70,12 @@ from fairseq_ctx.modules.ctxsan_attention import (
 from fairseq_ctx.modules.ctxsan_layer import CtxSanDecoderLayer, CtxSanEncoderLayer
 from fairseq_ctx.modules.future_mask import BoolFutureMask
 from fairseq_ctx.modules.incremental_cache import reorder_cache
-from fairseq_ctx.models.checks import check_attention_dims, check_every_layer_runs, check_no_quant_noise
+from fairseq_ctx.models.checks import (
+    check_attention_dims,
+    check_every_layer_runs,
+    check_no_quant_noise,
+    check_no_xformers,
+)
 from fairseq_ctx.models.layer_wrapping import wrap_layer
 from fairseq_ctx.models.model_config import (
     TransformerFlatConfig,
@@ -104,6 +109,7 @@ def validate_ctxsan_args(args):
     sides = ["encoder", "decoder"] if args.ctxsan_side == "both" else [args.ctxsan_side]
     check_every_layer_runs(args, sides, "transformer_ctxsan",
                            "on the context-aware side the context of layer l is sized by l (Eq. 9-10)")
+    check_no_xformers(args, "transformer_ctxsan", {side: "its context-aware self-attention" for side in sides})
     check_no_quant_noise(args, "transformer_ctxsan",
                          pq_misses="its context-aware self-attention (projections, context and gate weights)",
                          scalar_misses="its self-attention's projections, which it applies through their weights "

@@ -48,7 +48,7 @@ from fairseq_ctx.models.layer_wrapping import wrap_layer
 from fairseq_ctx.modules.dual_contextual import DualContextualModule
 from fairseq_ctx.modules.dual_contextual_layer import DualContextualDecoderLayer, DualContextualEncoderLayer
 from fairseq_ctx.modules.future_mask import BoolFutureMask
-from fairseq_ctx.models.checks import check_attention_dims, check_no_quant_noise
+from fairseq_ctx.models.checks import check_attention_dims, check_no_quant_noise, check_no_xformers
 from fairseq_ctx.models.model_config import (
     TransformerFlatConfig,
     add_args_from_dataclass,
@@ -107,6 +107,8 @@ def validate_dc_args(args):
     if enc_dc or dec_dc:
         check_no_quant_noise(args, "transformer_dc", pq_misses="its Dual Contextual modules",
                              scalar_misses="the convolution weights of its Dual Contextual modules")
+    dc_sides = [side for side, layers in (("encoder", enc_dc), ("decoder", dec_dc)) if layers]
+    check_no_xformers(args, "transformer_dc", {side: f"the Dual Contextual modules of its {side}" for side in dc_sides})
     # LayerDrop is fine (each DC layer stands alone), but the layers are chosen by number
     if getattr(args, "encoder_layers_to_keep", None) or getattr(args, "decoder_layers_to_keep", None):
         raise ConfigError("--encoder-layers-to-keep / --decoder-layers-to-keep are not supported by transformer_dc "
