@@ -211,6 +211,23 @@ def parse_args(argv: Sequence[str]):
 # main
 # ---------------------------------------------------------------------------
 
+def _unsupported_generation_flags(generation):
+    """``(flag, given, where it is taken)`` for the generation flags
+    fairseq's parser accepts here that this tool would otherwise ignore,
+    each changing the translations or asking for more than one per input
+    line: refused rather than dropped."""
+    both = "fairseq-generate and fairseq-interactive print it"
+    return [
+        ("--replace-unk", generation.replace_unk is not None, "fairseq-generate takes it"),
+        ("--constraints", bool(generation.constraints), "fairseq-interactive takes it"),
+        ("--lm-path", generation.lm_path is not None, "fairseq-generate takes it"),
+        ("--nbest", generation.nbest != 1, both),
+        ("--print-alignment", generation.print_alignment is not None, both),
+        ("--score-reference", bool(generation.score_reference), "fairseq-generate scores its references"),
+        ("--prefix-size", generation.prefix_size > 0, "fairseq-generate forces its references' first tokens"),
+    ]
+
+
 def main(argv: Optional[Sequence[str]] = None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
@@ -253,10 +270,9 @@ def main(argv: Optional[Sequence[str]] = None):
     check_output(args.output, "--output")
     set_tool_threads(logger)
     cfg = convert_namespace_to_omegaconf(args)
-    if cfg.generation.replace_unk is not None:
-        raise ConfigError(f"{PROG}: --replace-unk is not supported")
-    if cfg.generation.constraints:
-        raise ConfigError(f"{PROG}: --constraints is not supported")
+    for flag, given, where in _unsupported_generation_flags(cfg.generation):
+        if given:
+            raise ConfigError(f"{PROG}: {flag} is not supported ({where})")
     if cfg.dataset.max_tokens is None and cfg.dataset.batch_size is None:
         cfg.dataset.max_tokens = DEFAULT_MAX_TOKENS
     utils.import_user_module(cfg.common)

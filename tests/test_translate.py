@@ -286,6 +286,21 @@ def test_translate_cli_bad_input(corpus, checkpoints, tmp_path):
         translate_main([str(bin_dir), "--input", str(tmp_path / "in.txt")])
 
 
+@pytest.mark.parametrize("flags", [["--replace-unk"], ["--constraints"], ["--lm-path", "lm.pt"], ["--nbest", "2"],
+                                   ["--print-alignment"], ["--score-reference"], ["--prefix-size", "1"]],
+                         ids=lambda flags: flags[0])
+def test_translate_cli_refuses_what_it_would_ignore(corpus, checkpoints, tmp_path, flags):
+    """Generation flags that fairseq's parser accepts but one translation
+    per input line cannot honour (a language model fused in, n-best lists,
+    alignments, references) stop in one line naming the flag, before any
+    model is loaded, rather than being dropped."""
+    raw, bin_dir = corpus
+    (tmp_path / "in.txt").write_text("w1 w2\n")
+    with pytest.raises(ConfigError, match=f"^fairseq-ctx-translate: {flags[0]} is not supported \\(fairseq-"):
+        translate_main([str(bin_dir), "--path", str(checkpoints["ctxenc"]), "--input", str(tmp_path / "in.txt"),
+                        "--no-progress-bar", *GEN, *flags])
+
+
 # ---------------------------------------------------------------------------
 # no sentence dropped
 # ---------------------------------------------------------------------------
