@@ -199,6 +199,20 @@ def test_alignments_refused_with_concat_context(data):
         setup(bin_dir, ["--concat-context", "--load-alignments"])
 
 
+def test_match_source_len_refused_with_concat_context(doc_corpus, trained_checkpoint):
+    """fairseq-generate's ``--match-source-len`` makes each output as long
+    as its source; with the context glued in front that is the glued
+    length, not the sentence's: one line naming both flags."""
+    from fairseq_ctx.architectures import BY_NAME
+
+    _, _, proc = generate(doc_corpus[1], trained_checkpoint("concat"), extra=["--match-source-len"],
+                          task_flags=BY_NAME["concat"].task, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "fairseq_ctx: error: --match-source-len: not supported with --concat-context (the output would match the "
+        "length of the source with its context glued in front, not the sentence's)")
+
+
 def test_alignments_with_a_separate_context_are_the_sentence_pairs(tmp_path):
     """--load-alignments with a separate context: the batch's alignments
     are those of fairseq's translation task for the same sentences, since

@@ -421,6 +421,15 @@ class DocumentTranslationTask(TranslationTask):
     def valid_step(self, sample, model, criterion):
         return super().valid_step(self.model_input([model], sample), model, criterion)
 
+    def build_generator(self, models, args, *rest, **kwargs):
+        """fairseq's, refusing ``--match-source-len`` with ``--concat-context``:
+        the generator would match the glued source (context included), not
+        the sentence."""
+        if getattr(args, "match_source_len", False) and self.cfg.concat_context:
+            raise ConfigError("--match-source-len: not supported with --concat-context (the output would match "
+                              "the length of the source with its context glued in front, not the sentence's)")
+        return super().build_generator(models, args, *rest, **kwargs)
+
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         """fairseq's, with the context keys the models take; 2-to-2 outputs
         keep their last sentence, and a batch of fairseq-interactive's decoded
