@@ -149,6 +149,7 @@ class CtxEncEncoder(TransformerEncoderBase):
         # the source encoder's last layer is the gated one (context attention and gate)
         self._layers_built += 1
         if self._layers_built == cfg.encoder.layers:
+            # runs once a forward, checkpointed as the others so that one rule holds for the encoder
             return wrap_layer(CtxEncGatedEncoderLayer(cfg), cfg, reentrant=False)
         return self._plain_layer(cfg)
 
