@@ -5,6 +5,7 @@ score, and on a synthetic task whose answer is known (a target word decided
 only by a marked word of the previous sentence) a trained context model's
 sensitive tokens are attributed to the marked word, by both methods, while a
 sentence-level model has no sensitive token."""
+import json
 import math
 
 import numpy as np
@@ -424,6 +425,34 @@ def test_a_model_a_hub_has_prepared_for_inference_is_attributed_the_same(doc_cor
     cands = [Candidate(src[1], tgt[1], [src[0]])]
     assert ModelScorer([prepared], task, context_size=1).score(cands).tolist() == \
         pytest.approx(ModelScorer([fresh], task, context_size=1).score(cands).tolist(), abs=1e-5)
+
+
+@pytest.mark.parametrize("name", ["ctxenc", "concat"])
+def test_a_model_trained_with_checkpoint_activations_is_attributed_the_same(name, doc_corpus, trained_checkpoint):
+    """A checkpoint trained with ``--checkpoint-activations`` is rebuilt
+    with its layers checkpointed (fairseq's reentrant wrapper: the
+    concatenation baseline, the context encoder's decoder), which stops
+    ``torch.autograd.grad``; the attributor gives the plain model's
+    gradient x input, and leaves the wrappers in place after."""
+    from fairseq import checkpoint_utils
+
+    import fairseq_ctx
+
+    fairseq_ctx.register()
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(trained_checkpoint(name))], arg_overrides={"data": str(doc_corpus[1])})
+    checkpointed, _, _ = checkpoint_utils.load_model_ensemble_and_task(
+        [str(trained_checkpoint(name))], arg_overrides={"data": str(doc_corpus[1]), "checkpoint_activations": True})
+    wrapped = [m for m in checkpointed[0].modules() if hasattr(m, "precheckpoint_forward")]
+    assert wrapped
+    task.load_dataset("test")
+    ds = task.dataset("test")
+    items = [Item(ds.pair[i]["source"], ds.pair[i]["target"], ds.context_sentences(i)) for i in (1, 2, 5)]
+    positions, contrasts = [np.array([0, 1])] * 3, [np.array([5, 6])] * 3
+    want, got = (ContextAttributor(m, task, aggregate="sum").attribute(items, positions, contrasts)
+                 for m in (models[0], checkpointed[0]))
+    assert json.dumps(got) == json.dumps(want)
+    assert all(m.forward is not m.precheckpoint_forward for m in wrapped)
 
 
 def test_attribution_refuses_an_ensemble_in_one_line(doc_corpus, trained_checkpoint, tmp_path):

@@ -59,6 +59,7 @@ Tokens of a context sentence are reported without its ``</s>``; the
 separators' own attributions are not reported.  Single models only (an
 ensemble has no one embedding to attribute to).
 """
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -136,6 +137,27 @@ class _ProbedEmbedding(nn.Module):
         x = self.inner(torch.where(probe, self.probe_tokens[k], tokens))   # B x T x C
         scale = self.alpha[k][..., :x.size(-1)]   # B x T x C
         return x * torch.where(probe.unsqueeze(-1), scale, torch.ones_like(scale)).to(x.dtype)
+
+
+@contextlib.contextmanager
+def _checkpointing_off(model: nn.Module):
+    """The model's layers as they are without ``--checkpoint-activations``
+    for the block: a checkpoint trained with it is rebuilt with fairseq's
+    reentrant checkpoint wrapper around its layers, which stops
+    ``torch.autograd.grad`` ("Checkpointing is not compatible with
+    .grad()") and saves nothing at inference. Each wrapped layer's own
+    forward (``precheckpoint_forward``, fairseq's and ours) is put back,
+    and the wrapper after the block (fairseq's ``unwrap_checkpoint`` would
+    remove it for good)."""
+    wrapped = [m for m in model.modules() if hasattr(m, "precheckpoint_forward")]
+    forwards = [m.forward for m in wrapped]
+    for m in wrapped:
+        m.forward = m.precheckpoint_forward
+    try:
+        yield
+    finally:
+        for m, forward in zip(wrapped, forwards):
+            m.forward = forward
 
 
 class _Probes:
@@ -315,7 +337,8 @@ class ContextAttributor:
             sample, order = self._sample(part)
             prefix = self._prefix_lengths(sample["target"])   # B
             net_input, originals, where = self._probe_inputs(sample["net_input"], prefix)
-            with torch.enable_grad(), _Probes(self.model, originals.to(sample["target"].device), self.offset) as alpha:
+            with torch.enable_grad(), _checkpointing_off(self.model), \
+                    _Probes(self.model, originals.to(sample["target"].device), self.offset) as alpha:
                 probed = dict(sample, net_input=net_input)
                 lp, y = self._current(probed)   # B x N x V, B x N
                 in_chunk = torch.as_tensor(list(chunk), dtype=torch.long)[order.cpu()]   # B: rows in batch order
