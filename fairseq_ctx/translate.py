@@ -218,7 +218,8 @@ def _unsupported_generation_flags(generation):
     line: refused rather than dropped."""
     both = "fairseq-generate and fairseq-interactive print it"
     return [
-        ("--replace-unk", generation.replace_unk is not None, "fairseq-generate takes it"),
+        ("--replace-unk", generation.replace_unk is not None,
+         "fairseq-interactive takes it, and fairseq-generate on raw text"),
         ("--constraints", bool(generation.constraints), "fairseq-interactive takes it"),
         ("--lm-path", generation.lm_path is not None, "fairseq-generate takes it"),
         ("--nbest", generation.nbest != 1, both),

@@ -316,10 +316,11 @@ def test_autocast_forward_and_backward(name):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("offload", [False, True], ids=["checkpoint", "offload"])
 @pytest.mark.parametrize("norm", ["post", "pre"])
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
 @pytest.mark.parametrize("name", NAMES)
-def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, dropout, norm):
+def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, dropout, norm, offload, monkeypatch):
     """``--checkpoint-activations`` reaches every layer, ours included (a
     ``build_*_layer`` hook that returns its own layer must wrap it as fairseq
     does), and recomputing the activations in backward gives the gradients of
@@ -330,17 +331,25 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
     step (forward, then the recomputation); in pre-norm they push LN(x),
     computed outside that checkpoint, whose LayerNorm must keep its
     gradient. With dropout, the recomputation must replay the same masks
-    (same seed: same gradients). (Tried: ctxenc's gated layer returned
+    (same seed: same gradients). ``--offload-activations`` reaches every
+    layer's checkpoint too (fairseq's wrapper moves the inputs itself; ours,
+    ctxsan's and the context encoder's, run under ``save_on_cpu``), with the
+    same gradients. (Tried: ctxenc's gated layer returned
     unwrapped, as it was: fails; ctxsan's layers under fairseq's wrapper: the
     recomputation finds the history closed and stops; ctxsan's pre-norm push
     detached in the checkpointed model only: fails.)"""
+    from fairseq_ctx.modules import activation_checkpoint
     from fairseq_ctx.modules.ctxsan_attention import ContextAwareSelfAttention
 
+    offloads = []  # our checkpoints entered under save_on_cpu
+    real_save_on_cpu = activation_checkpoint.save_on_cpu
+    monkeypatch.setattr(activation_checkpoint, "save_on_cpu", lambda: offloads.append(1) or real_save_on_cpu())
     norm_flags = ["--encoder-normalize-before", "--decoder-normalize-before"] if norm == "pre" else []
     # the contract's weights (random gates); the final LayerNorms too in pre-norm
     reference = tiny_model(name, [*norm_flags, "--dropout", str(dropout)])
     model = build_model(BY_NAME[name].arch, [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", str(dropout),
-                                             *norm_flags, "--checkpoint-activations"])
+                                             *norm_flags, "--checkpoint-activations",
+                                             *(["--offload-activations"] if offload else [])])
     model.load_state_dict(reference.state_dict())
     # every layer in the model, the context encoder's own last one too (not in encoder.layers)
     layers = [m for m in model.modules() if isinstance(m, (TransformerEncoderLayerBase, TransformerDecoderLayerBase))]
@@ -349,6 +358,12 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
     unwrapped = [type(layer).__name__ for layer in layers
                  if not (hasattr(layer, "precheckpoint_forward") or getattr(layer, "ctx_checkpoint", False))]
     assert not unwrapped, unwrapped
+    # the offload flag each checkpoint got: fairseq's wrapper and ours hold it in one partial layout
+    assert all((layer.forward.args[1] if hasattr(layer, "precheckpoint_forward") else layer.ctx_offload) == offload
+               for layer in layers)
+    ours = sum(getattr(layer, "ctx_checkpoint", False) or (hasattr(layer, "precheckpoint_forward") and
+                                                          layer.forward.func is activation_checkpoint.checkpointed_call)
+               for layer in layers)
     calls = []
     for module in model.modules():
         if isinstance(module, ContextAwareSelfAttention):
@@ -362,6 +377,8 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
         grads.append({n: p.grad for n, p in m.named_parameters() if p.grad is not None})
     n_ctxsan = sum(isinstance(m, ContextAwareSelfAttention) for m in model.modules())
     assert len(calls) == 2 * n_ctxsan  # each recomputed once in backward (0 for other architectures)
+    assert len(offloads) >= ours if offload else not offloads  # each of ours ran at least once
+    assert ours > 0 or BY_NAME[name].arch not in ("transformer_ctxsan", "transformer_ctxenc")
     assert grads[0].keys() == grads[1].keys()
     for n in grads[0]:
         torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-5, rtol=1e-4, msg=lambda m: f"{n}: {m}")

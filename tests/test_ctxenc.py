@@ -105,7 +105,6 @@ def test_quant_noise_reaches_the_gate_as_fairseqs_layers():
 @pytest.mark.parametrize("extra, flag", [
     (["--encoder-layerdrop", "0.1"], "--encoder-layerdrop"),
     (["--encoder-layers", "0"], "--encoder-layers"),
-    (["--offload-activations"], "--offload-activations"),
 ])
 def test_bad_flags(extra, flag):
     with pytest.raises(ValueError, match=flag):

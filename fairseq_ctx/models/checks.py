@@ -52,9 +52,11 @@ def check_no_quant_noise(args, arch: str, pq_misses: str, scalar_misses: str):
 
 def check_no_xformers(args, arch: str, misses: Dict[str, str]):
     """fairseq's xFormers attention (``--encoder-xformers-att-config``,
-    ``--decoder-xformers-att-config``: an attention mechanism of xFormers'
-    in every ``MultiheadAttention`` of that side, possibly not scaled
-    dot-product attention at all) would not reach ``misses[side]``, the
+    ``--decoder-xformers-att-config``: an attention mechanism of xFormers',
+    possibly not scaled dot-product attention at all, in fairseq's
+    attention that reads the side's config: the encoder's self-attention
+    and the decoder's cross-attention, the decoder's self-attention) would
+    not reach ``misses[side]``, the
     side's own attention of ``arch``, which would keep scaled dot-product
     attention beside fairseq's changed one: refused, the flag named."""
     for side, what in misses.items():

@@ -7,25 +7,16 @@ and ``TransformerDecoderBase.build_decoder_layer`` (``--checkpoint-activations``
 layer of its own must wrap it the same way, or those flags silently skip it.
 This is that wrapping, as upstream writes it.
 
-fairseq's ``checkpoint_wrapper`` is reentrant: each checkpointed call runs
-a backward pass of its own in the outer one, so a layer called more than
-once in a forward (the context encoder's shared layers, once for the
-sources and once for the contexts) has its parameters' gradients
-accumulated in more than one backward pass. PyTorch's
-``DistributedDataParallel`` (fairseq's default ``--ddp-backend
-pytorch_ddp``) then sees a parameter made ready twice and stops with
-"Expected to mark a variable ready only once". Such layers take
-:func:`non_reentrant_checkpoint_wrapper`: PyTorch's non-reentrant
-checkpoint recomputes inside the one backward pass, the dropout masks
-replayed (the RNG state is restored), so the gradients are those of the
-plain layer.
+A layer that runs more than once in a forward takes
+:func:`non_reentrant_checkpoint_wrapper` instead of fairseq's reentrant
+wrapper (:mod:`fairseq_ctx.modules.activation_checkpoint` says why).
 """
 import functools
 
-import torch
 from fairseq.distributed import fsdp_wrap
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
-from torch.utils.checkpoint import checkpoint
+
+from fairseq_ctx.modules.activation_checkpoint import checkpointed_call
 
 
 def wrap_layer(layer, cfg, checkpoints_itself: bool = False, reentrant: bool = True):
@@ -34,29 +25,22 @@ def wrap_layer(layer, cfg, checkpoints_itself: bool = False, reentrant: bool = T
     (ctxsan's, see :mod:`fairseq_ctx.modules.ctxsan_layer`), so only the
     FSDP wrapping applies; ``reentrant=False``: checkpointed with
     :func:`non_reentrant_checkpoint_wrapper` (a layer called more than once
-    in a forward; the model refuses ``--offload-activations``)."""
-    checkpoint_ = cfg.checkpoint_activations
-    if checkpoint_ and not checkpoints_itself:
-        layer = (checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations) if reentrant
-                 else non_reentrant_checkpoint_wrapper(layer))
+    in a forward)."""
+    checkpoint = cfg.checkpoint_activations
+    if checkpoint and not checkpoints_itself:
+        wrapper = checkpoint_wrapper if reentrant else non_reentrant_checkpoint_wrapper
+        layer = wrapper(layer, offload_to_cpu=cfg.offload_activations)
     # upstream: with checkpointing every layer is its own FSDP unit
-    min_params_to_wrap = cfg.min_params_to_wrap if not checkpoint_ else 0
+    min_params_to_wrap = cfg.min_params_to_wrap if not checkpoint else 0
     return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
 
 
-def non_reentrant_checkpoint_wrapper(module):
+def non_reentrant_checkpoint_wrapper(module, offload_to_cpu: bool = False):
     """fairseq's ``checkpoint_wrapper`` with PyTorch's non-reentrant
-    checkpoint (module docstring): the forward is replaced in the same way
-    (``precheckpoint_forward`` keeps the original, so fairseq's
-    ``unwrap_checkpoint`` undoes it), and checkpoints only where autograd
-    records."""
+    checkpoint: the forward is replaced in the same way (the same
+    ``functools.partial`` layout, ``precheckpoint_forward`` keeping the
+    original, so fairseq's ``unwrap_checkpoint`` undoes it)."""
     assert not hasattr(module, "precheckpoint_forward"), "checkpoint function has already been applied?"
     module.precheckpoint_forward = module.forward
-    module.forward = functools.partial(_non_reentrant_forward, module.precheckpoint_forward)
+    module.forward = functools.partial(checkpointed_call, module.precheckpoint_forward, offload_to_cpu)
     return module
-
-
-def _non_reentrant_forward(original_forward, *args, **kwargs):
-    if torch.is_grad_enabled():
-        return checkpoint(original_forward, *args, use_reentrant=False, **kwargs)
-    return original_forward(*args, **kwargs)

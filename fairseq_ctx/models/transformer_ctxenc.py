@@ -121,9 +121,6 @@ def validate_ctxenc_args(args):
                            "source and context run through the same shared layers, and the last one is gated")
     check_attention_dims(args)
     check_no_xformers(args, "transformer_ctxenc", {"encoder": "the context attention of its last encoder layer"})
-    if getattr(args, "offload_activations", False):
-        raise ConfigError("--offload-activations is not supported by transformer_ctxenc, whose encoder layers "
-                          "checkpoint without reentrance (use --checkpoint-activations, which it supports)")
 
 
 class CtxEncEncoder(TransformerEncoderBase):

@@ -114,9 +114,6 @@ def validate_ctxsan_args(args):
                          pq_misses="its context-aware self-attention (projections, context and gate weights)",
                          scalar_misses="its self-attention's projections, which it applies through their weights "
                                        "(fused), and its gate vectors")
-    if getattr(args, "offload_activations", False):
-        raise ConfigError("--offload-activations is not supported by transformer_ctxsan "
-                          "(use --checkpoint-activations, which it supports)")
     if args.ctxsan_side != "encoder":
         for flag in ("cross_self_attention", "scale_attn", "scale_heads", "scale_fc", "scale_resids"):
             if getattr(args, flag, False):

@@ -24,18 +24,18 @@ its recomputation sees only the layer's tensor arguments, so the lower
 layers' states that the context reads through the history would get no
 gradient from this layer, and the history is closed by then. These layers
 checkpoint themselves instead with PyTorch's non-reentrant checkpoint
-(``use_reentrant=False``), which keeps the autograd graph to every tensor
+(:mod:`fairseq_ctx.modules.activation_checkpoint`, which also takes
+``--offload-activations``), which keeps the autograd graph to every tensor
 the forward touched and recomputes only the saved activations; the
 recomputation reopens the same history (already pushed: it pushes nothing
 again), so gradients equal the plain model's (tested).
 """
 from typing import Dict, List, Optional
 
-import torch
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from torch import Tensor
-from torch.utils.checkpoint import checkpoint
 
+from .activation_checkpoint import checkpointed_call
 from .ctxsan_attention import ContextAwareSelfAttention, ContextHistory, HistorySlot
 
 
@@ -44,16 +44,18 @@ def _attention_input(layer, x: Tensor) -> Tensor:
     return layer.self_attn_layer_norm(x) if layer.normalize_before else x
 
 
-def _run_in(layer_forward, slot: HistorySlot, history: ContextHistory, checkpointed: bool, *args, **kwargs):
+def _run_in(layer_forward, slot: HistorySlot, history: ContextHistory, checkpointed: bool, offload: bool,
+            *args, **kwargs):
     """``layer_forward(*args, **kwargs)`` with ``history`` open in ``slot``,
     under a non-reentrant activation checkpoint when ``checkpointed`` (and
-    autograd is recording a training step)."""
+    autograd is recording a training step), its inputs in CPU memory with
+    ``offload``."""
     def run(*args, **kwargs):
         with slot.open(history):
             return layer_forward(*args, **kwargs)
 
-    if checkpointed and torch.is_grad_enabled():
-        return checkpoint(run, *args, use_reentrant=False, **kwargs)
+    if checkpointed:
+        return checkpointed_call(run, offload, *args, **kwargs)
     return run(*args, **kwargs)
 
 
@@ -68,6 +70,7 @@ class CtxSanEncoderLayer(TransformerEncoderLayerBase):
         self.ctx_gated = gated
         self.ctx_slot = slot
         self.ctx_checkpoint = bool(cfg.checkpoint_activations)
+        self.ctx_offload = bool(cfg.offload_activations)
         super().__init__(cfg)
 
     def build_self_attention(self, embed_dim, cfg):
@@ -82,7 +85,7 @@ class CtxSanEncoderLayer(TransformerEncoderLayerBase):
         history = self.ctx_slot.history
         history.push(_attention_input(self, x), encoder_padding_mask)  # H^l
         return _run_in(super().forward, self.ctx_slot, history, self.ctx_checkpoint and self.training,
-                       x, encoder_padding_mask, attn_mask=attn_mask)
+                       self.ctx_offload, x, encoder_padding_mask, attn_mask=attn_mask)
 
 
 class CtxSanDecoderLayer(TransformerDecoderLayerBase):
@@ -99,6 +102,7 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
         self.ctx_gated = gated
         self.ctx_slot = slot
         self.ctx_checkpoint = bool(cfg.checkpoint_activations)
+        self.ctx_offload = bool(cfg.offload_activations)
         super().__init__(cfg, no_encoder_attn=no_encoder_attn)
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
@@ -127,7 +131,7 @@ class CtxSanDecoderLayer(TransformerDecoderLayerBase):
         # incremental decoding writes caches: never recomputed
         checkpointed = self.ctx_checkpoint and self.training and incremental_state is None
         return _run_in(
-            super().forward, self.ctx_slot, history, checkpointed,
+            super().forward, self.ctx_slot, history, checkpointed, self.ctx_offload,
             x, encoder_out, encoder_padding_mask, incremental_state,
             prev_self_attn_state=prev_self_attn_state, prev_attn_state=prev_attn_state,
             self_attn_mask=self_attn_mask, self_attn_padding_mask=self_attn_padding_mask,
