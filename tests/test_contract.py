@@ -15,7 +15,10 @@ In-process, at tiny size with random weights (dropout off):
   probabilities within the half type's tolerance of float32; the same
   under autocast (float32 weights, bfloat16 products);
 * ``--retain-dropout``: an evaluation forward draws a training forward's
-  dropout masks (every dropout a ``FairseqDropout``).
+  dropout masks (every dropout a ``FairseqDropout``);
+* ``--checkpoint-activations`` (and ``--offload-activations``) reach every
+  layer with the plain model's gradients, each parameter's accumulated once
+  in a backward pass (what PyTorch's DistributedDataParallel requires).
 
 Through fairseq's own command-line code (``fairseq_cli.*.main`` in this
 process), with a checkpoint trained for two updates by ``fairseq-train``:
@@ -382,6 +385,30 @@ def test_checkpoint_activations_wraps_every_layer_and_keeps_gradients(name, drop
     assert grads[0].keys() == grads[1].keys()
     for n in grads[0]:
         torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-5, rtol=1e-4, msg=lambda m: f"{n}: {m}")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", NAMES)
+def test_checkpointed_parameters_get_their_gradient_in_one_accumulation(name):
+    """PyTorch's DistributedDataParallel (fairseq's default ``--ddp-backend
+    pytorch_ddp``) reduces a parameter's gradient when autograd accumulates
+    it, and stops where that happens twice in one backward pass ("Expected to
+    mark a variable ready only once"): a layer under fairseq's reentrant
+    checkpoint that runs twice a forward does that. With
+    ``--checkpoint-activations``, every parameter's gradient is accumulated
+    once, in a batch whose contexts are much shorter than its sources (the
+    context encoder then runs its shared layers on each apart). (Tried: the
+    context encoder's layers under fairseq's wrapper, as they were: its
+    shared layers' parameters are accumulated twice.)"""
+    model = build_model(BY_NAME[name].arch, [*TINY_FLAGS, *BY_NAME[name].flags, "--dropout", "0",
+                                             "--checkpoint-activations"]).train()
+    src, src_lengths, prev, _, kwargs = _batch(model, seed=7)
+    kwargs = {k: v[:, -2:] for k, v in kwargs.items()}  # contexts of at most 2 tokens against sources of 7
+    counts = {n: 0 for n, p in model.named_parameters()}
+    for n, p in model.named_parameters():
+        p.register_post_accumulate_grad_hook(lambda _, n=n: counts.__setitem__(n, counts[n] + 1))
+    model(src, src_lengths, prev, **kwargs)[0].logsumexp(-1).sum().backward()
+    assert {n: c for n, c in counts.items() if c != 1} == {}
 
 
 @pytest.mark.unit
