@@ -419,9 +419,9 @@ def test_retain_dropout_makes_evaluation_draw_trainings_dropout(name):
     ``FairseqDropout`` it finds (``--retain-dropout-modules``: those whose
     module name is listed). Every dropout of every variant must be one: with
     the same seed, an evaluation-mode forward then draws the masks of a
-    training-mode forward and gives its output to the bit. (Tried: ctxsan's attention and DC's FI
-    attention dropped their probabilities under ``self.training`` only, as
-    they did: fails for both.)"""
+    training-mode forward and gives its output to the bit. (Tried: ctxsan's
+    attention and DC's FI attention dropped their probabilities under
+    ``self.training`` only, as they did: fails for both.)"""
     flags = ["--dropout", "0.3", "--attention-dropout", "0.3", "--activation-dropout", "0.3"]
     model = tiny_model(name, flags)
     src, src_lengths, prev, _, kwargs = _batch(model, seed=6)
