@@ -211,11 +211,12 @@ def parse_args(argv: Sequence[str]):
 # main
 # ---------------------------------------------------------------------------
 
-def _unsupported_generation_flags(generation):
+def _unsupported_generation_flags(generation, results_path=None):
     """``(flag, given, where it is taken)`` for the generation flags
     fairseq's parser accepts here that this tool would otherwise ignore,
     each changing the translations or asking for more than one per input
-    line: refused rather than dropped."""
+    line, and ``--results-path`` (``results_path``), where fairseq-generate
+    writes: refused rather than dropped."""
     both = "fairseq-generate and fairseq-interactive print it"
     return [
         ("--replace-unk", generation.replace_unk is not None,
@@ -226,6 +227,7 @@ def _unsupported_generation_flags(generation):
         ("--print-alignment", generation.print_alignment is not None, both),
         ("--score-reference", bool(generation.score_reference), "fairseq-generate scores its references"),
         ("--prefix-size", generation.prefix_size > 0, "fairseq-generate forces its references' first tokens"),
+        ("--results-path", results_path is not None, "this tool writes its translations to --output"),
     ]
 
 
@@ -271,7 +273,7 @@ def main(argv: Optional[Sequence[str]] = None):
     check_output(args.output, "--output")
     set_tool_threads(logger)
     cfg = convert_namespace_to_omegaconf(args)
-    for flag, given, where in _unsupported_generation_flags(cfg.generation):
+    for flag, given, where in _unsupported_generation_flags(cfg.generation, cfg.common_eval.results_path):
         if given:
             raise ConfigError(f"{PROG}: {flag} is not supported ({where})")
     if cfg.dataset.max_tokens is None and cfg.dataset.batch_size is None:

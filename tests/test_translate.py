@@ -287,7 +287,8 @@ def test_translate_cli_bad_input(corpus, checkpoints, tmp_path):
 
 
 @pytest.mark.parametrize("flags", [["--replace-unk"], ["--constraints"], ["--lm-path", "lm.pt"], ["--nbest", "2"],
-                                   ["--print-alignment"], ["--score-reference"], ["--prefix-size", "1"]],
+                                   ["--print-alignment"], ["--score-reference"], ["--prefix-size", "1"],
+                                   ["--results-path", "out"]],
                          ids=lambda flags: flags[0])
 def test_translate_cli_refuses_what_it_would_ignore(corpus, checkpoints, tmp_path, flags):
     """Generation flags that fairseq's parser accepts but one translation
@@ -296,7 +297,7 @@ def test_translate_cli_refuses_what_it_would_ignore(corpus, checkpoints, tmp_pat
     model is loaded, rather than being dropped."""
     raw, bin_dir = corpus
     (tmp_path / "in.txt").write_text("w1 w2\n")
-    with pytest.raises(ConfigError, match=f"^fairseq-ctx-translate: {flags[0]} is not supported \\(fairseq-"):
+    with pytest.raises(ConfigError, match=f"^fairseq-ctx-translate: {flags[0]} is not supported \\((fairseq-|this )"):
         translate_main([str(bin_dir), "--path", str(checkpoints["ctxenc"]), "--input", str(tmp_path / "in.txt"),
                         "--no-progress-bar", *GEN, *flags])
 
