@@ -211,12 +211,13 @@ def parse_args(argv: Sequence[str]):
 # main
 # ---------------------------------------------------------------------------
 
-def _unsupported_generation_flags(generation, results_path=None):
-    """``(flag, given, where it is taken)`` for the generation flags
-    fairseq's parser accepts here that this tool would otherwise ignore,
-    each changing the translations or asking for more than one per input
-    line, and ``--results-path`` (``results_path``), where fairseq-generate
-    writes: refused rather than dropped."""
+def _ignored_flags(cfg):
+    """``(flag, given, where it is taken)`` for the flags of ``cfg`` that
+    fairseq's parser accepts here and this tool would otherwise ignore: the
+    generation flags that change the translations or ask for more than one
+    per input line, and ``--results-path``, where fairseq-generate writes.
+    Refused rather than dropped."""
+    generation = cfg.generation
     both = "fairseq-generate and fairseq-interactive print it"
     return [
         ("--replace-unk", generation.replace_unk is not None,
@@ -227,7 +228,7 @@ def _unsupported_generation_flags(generation, results_path=None):
         ("--print-alignment", generation.print_alignment is not None, both),
         ("--score-reference", bool(generation.score_reference), "fairseq-generate scores its references"),
         ("--prefix-size", generation.prefix_size > 0, "fairseq-generate forces its references' first tokens"),
-        ("--results-path", results_path is not None, "this tool writes its translations to --output"),
+        ("--results-path", cfg.common_eval.results_path is not None, "this tool writes its translations to --output"),
     ]
 
 
@@ -273,7 +274,7 @@ def main(argv: Optional[Sequence[str]] = None):
     check_output(args.output, "--output")
     set_tool_threads(logger)
     cfg = convert_namespace_to_omegaconf(args)
-    for flag, given, where in _unsupported_generation_flags(cfg.generation, cfg.common_eval.results_path):
+    for flag, given, where in _ignored_flags(cfg):
         if given:
             raise ConfigError(f"{PROG}: {flag} is not supported ({where})")
     if cfg.dataset.max_tokens is None and cfg.dataset.batch_size is None:

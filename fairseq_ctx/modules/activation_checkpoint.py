@@ -9,9 +9,8 @@ lower layers' states that are no arguments) and the context encoder's (its
 shared layers run twice a forward where sources and contexts are not
 batched together, its context layer once per length chunk, and PyTorch's
 DistributedDataParallel stops on a parameter made ready in two backward
-passes). The
-recomputation runs inside the one backward pass, with the forward's RNG
-state (dropout masks) and autocast state restored.
+passes). The recomputation runs inside the one backward pass, with the
+forward's RNG state (dropout masks) and autocast state restored.
 
 ``--offload-activations``: fairseq's wrapper moves a checkpointed call's
 tensor inputs to CPU memory until the recomputation. Here the checkpoint
