@@ -215,7 +215,8 @@ def _ignored_flags(cfg):
     """``(flag, given, where it is taken)`` for the flags of ``cfg`` that
     fairseq's parser accepts here and this tool would otherwise ignore: the
     generation flags that change the translations or ask for more than one
-    per input line, and ``--results-path``, where fairseq-generate writes.
+    per input line or print what it does not (``--print-step``), and
+    ``--results-path``, where fairseq-generate writes.
     Refused rather than dropped."""
     generation = cfg.generation
     both = "fairseq-generate and fairseq-interactive print it"
@@ -228,6 +229,8 @@ def _ignored_flags(cfg):
         ("--print-alignment", generation.print_alignment is not None, both),
         ("--score-reference", bool(generation.score_reference), "fairseq-generate scores its references"),
         ("--prefix-size", generation.prefix_size > 0, "fairseq-generate forces its references' first tokens"),
+        ("--print-step", bool(generation.print_step),
+         "fairseq-generate prints the steps of iterative refinement models, which these models are not"),
         ("--results-path", cfg.common_eval.results_path is not None, "this tool writes its translations to --output"),
     ]
 

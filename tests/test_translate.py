@@ -288,7 +288,7 @@ def test_translate_cli_bad_input(corpus, checkpoints, tmp_path):
 
 @pytest.mark.parametrize("flags", [["--replace-unk"], ["--constraints"], ["--lm-path", "lm.pt"], ["--nbest", "2"],
                                    ["--print-alignment"], ["--score-reference"], ["--prefix-size", "1"],
-                                   ["--results-path", "out"]],
+                                   ["--print-step"], ["--results-path", "out"]],
                          ids=lambda flags: flags[0])
 def test_translate_cli_refuses_what_it_would_ignore(corpus, checkpoints, tmp_path, flags):
     """Generation flags that fairseq's parser accepts but one translation
