@@ -32,8 +32,10 @@ context lengths (the only count here that depends on the data).
 
 ``--decoding-step`` counts one incremental decoding step instead (the
 third, as fairseq's beam search calls the model: decoder and log-softmax,
-no autograd), of every architecture and decoder-side option
-(``STEP_VARIANTS``, the catalogue's names).
+no autograd), and the model's part of the move of the beams before the
+next (its cached states and encoder output reordered), of every
+architecture and decoder-side option (``STEP_VARIANTS``, the catalogue's
+names).
 """
 import argparse
 import collections
@@ -136,12 +138,15 @@ STEP_VARIANTS = ("transformer", "ctxsan", "ctxsan_both", "dc", "dc_full", "gret"
 
 
 def measure_step(data_bin, name, step=3):
-    """{"total", "ops"} of one incremental decoding step (the ``step``-th)
-    of the catalogue variant ``name`` at the study's size, in eval mode
-    without autograd, as fairseq's beam search calls it
-    (``EnsembleModel.forward_decoder``: the decoder and the log-softmax;
-    the search's own bookkeeping, the same for every model, left out), on
-    the first training batch with its reference prefix."""
+    """{"total", "ops", "reorder", "reorder_ops"} of one incremental decoding
+    step (the ``step``-th) of the catalogue variant ``name`` at the study's
+    size, in eval mode without autograd, as fairseq's beam search calls it
+    (``EnsembleModel.forward_decoder``: the decoder and the log-softmax),
+    on the first training batch with its reference prefix; ``reorder``: the
+    model's part of the search's move of the beams between two steps
+    (``reorder_incremental_state`` and ``reorder_encoder_out``, which the
+    search calls before every step after the first; the search's own
+    bookkeeping, the same for every model, left out)."""
     import torch
     from fairseq.sequence_generator import EnsembleModel
 
@@ -153,13 +158,20 @@ def measure_step(data_bin, name, step=3):
     net_input = {k: x for k, x in sample["net_input"].items() if k != "prev_output_tokens"}
     prefix = sample["net_input"]["prev_output_tokens"]
     states = [{}]  # one incremental state per model
+    # a permutation in which no row keeps its place, as a beam move can be
+    order = torch.roll(torch.arange(prefix.size(0), device=prefix.device), 1)
     with torch.no_grad():
         encoder_outs = ensemble.forward_encoder(net_input)
         for t in range(1, step + 1):
             count = _counter()
             with count:
                 ensemble.forward_decoder(prefix[:, :t], encoder_outs, states)
-    return {"total": sum(count.before.values()), "ops": dict(count.before.most_common())}
+        reorder = _counter()
+        with reorder:
+            ensemble.reorder_incremental_state(states, order)
+            ensemble.reorder_encoder_out(encoder_outs, order)
+    return {"total": sum(count.before.values()), "ops": dict(count.before.most_common()),
+            "reorder": sum(reorder.before.values()), "reorder_ops": dict(reorder.before.most_common())}
 
 
 def main(argv=None):
@@ -189,12 +201,12 @@ def main(argv=None):
     fairseq_ctx.register()
     rows = []
     if args.decoding_step:
-        print("| variant | ops per decoding step |")
-        print("|---|---|")
+        print("| variant | ops per decoding step | ops per reorder of the beams |")
+        print("|---|---|---|")
         for name in STEP_VARIANTS:
             r = measure_step(args.data_bin, name)
             rows.append({"variant": name, **r})
-            print(f"| {name} | {r['total']:,} |", flush=True)
+            print(f"| {name} | {r['total']:,} | {r['reorder']:,} |", flush=True)
     else:
         print("| architecture | precision | optimizer | parameter tensors | ops per update | after backward |")
         print("|---|---|---|---|---|---|")
