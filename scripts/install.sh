@@ -35,11 +35,12 @@ pip_install "hydra-core==1.3.2" "omegaconf==2.3.0" regex tqdm bitarray cffi \
   tensorboardX matplotlib spacy pytest pytest-xdist
 if ! "$PY" -c "import fairseq" 2>/dev/null; then
   # -g0: no debug information, which for torch's headers in fairseq's three
-  # torch extensions is a third of the build (3 min 28 s with it, 2 min 16 s
-  # without, on two cores). Not in parallel: torch's extension builder writes
-  # one build.ninja for all of them, and a parallel build_ext links objects
-  # another thread's ninja file has replaced
-  CFLAGS="${CFLAGS:-} -g0" pip_install --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
+  # torch extensions is a large part of the build. Given in CPPFLAGS, which
+  # distutils appends to Python's own compile flags (-O3 -DNDEBUG stay);
+  # CFLAGS would replace them and build at -O0 with asserts. Not in parallel:
+  # torch's extension builder writes one build.ninja for all of them, and a
+  # parallel build_ext links objects another thread's ninja file has replaced
+  CPPFLAGS="${CPPFLAGS:-} -g0" pip_install --no-build-isolation --no-deps "fairseq-fixed==0.12.3.1"
 fi
 pip_install --no-build-isolation --no-deps -e .
 # fairseq_ctx_quiet.pth: fairseq's own commands get fairseq_ctx/quiet.py's warning
