@@ -177,8 +177,10 @@ def gret(ablations: Sequence[str] = (), routing_softmax: str = GRET_ROUTING_SOFT
             name += f"_k{capsules}"
     settings = {"gret_capsules": capsules, "gret_routing_softmax": routing_softmax,
                 **{a: a in ablations for a in GRET_ABLATIONS}}
+    # the decoder's own state is the gate's W_s s; ungated, s comes from
+    # encoder_out at every step and nothing is cached
     return Variant(name, "transformer_gret", flags, settings=settings, encoder_out=("gret_global",),
-                   decoder_state=True)
+                   decoder_state="gret_no_gate" not in ablations)
 
 
 def ctxenc(context_mode: str = CONTEXT_MODES[0], name: Optional[str] = None) -> Variant:

@@ -80,7 +80,10 @@ def _quick_help() -> str:
         epilog="Every flag of fairseq-interactive is accepted (--help-fairseq lists them): --beam, --lenpen,\n"
                "--max-len-a/-b, --max-tokens, --batch-size, --tokenizer, --bpe and their options, --post-process,\n"
                "--cpu, --fp16, --skip-invalid-size-inputs-valid-test, --no-progress-bar, --task and its flags.\n"
-               "The task, its flags and the tokenizer/BPE default to the checkpoint's.\n\n"
+               "The task, its flags and the tokenizer/BPE default to the checkpoint's. Ten stop in one line\n"
+               "naming the flag instead of being ignored: --nbest, --print-alignment, --score-reference,\n"
+               "--prefix-size, --print-step, --retain-iter-history, --lm-path, --replace-unk, --constraints,\n"
+               "--results-path.\n\n"
                "example:\n"
                "  fairseq-ctx-translate data/bible/bin --path runs/ctxenc/checkpoint_best.pt \\\n"
                "      --input test.es --docids test.docids --beam 4 \\\n"
@@ -215,11 +218,13 @@ def _ignored_flags(cfg):
     """``(flag, given, where it is taken)`` for the flags of ``cfg`` that
     fairseq's parser accepts here and this tool would otherwise ignore: the
     generation flags that change the translations or ask for more than one
-    per input line or print what it does not (``--print-step``), and
+    per input line or print what it does not (``--print-step``,
+    ``--retain-iter-history``), and
     ``--results-path``, where fairseq-generate writes.
     Refused rather than dropped."""
     generation = cfg.generation
     both = "fairseq-generate and fairseq-interactive print it"
+    steps = "fairseq-generate prints the steps of iterative refinement models, which these models are not"
     return [
         ("--replace-unk", generation.replace_unk is not None,
          "fairseq-interactive takes it, and fairseq-generate on raw text"),
@@ -229,8 +234,8 @@ def _ignored_flags(cfg):
         ("--print-alignment", generation.print_alignment is not None, both),
         ("--score-reference", bool(generation.score_reference), "fairseq-generate scores its references"),
         ("--prefix-size", generation.prefix_size > 0, "fairseq-generate forces its references' first tokens"),
-        ("--print-step", bool(generation.print_step),
-         "fairseq-generate prints the steps of iterative refinement models, which these models are not"),
+        ("--print-step", bool(generation.print_step), steps),
+        ("--retain-iter-history", bool(generation.retain_iter_history), steps),
         ("--results-path", cfg.common_eval.results_path is not None, "this tool writes its translations to --output"),
     ]
 

@@ -160,7 +160,7 @@ MUTANTS: List[Mutant] = [
     Mutant("gret_gate_cache_not_reordered", M + "gret_context_gate.py",
            'return reorder_cache(self, incremental_state, "global", new_order)', "return incremental_state",
            GRET_REORDER,
-           "the context gate's cached per-sentence terms (s, W_s s) do not follow the beams"),
+           "the context gate's cached per-sentence term W_s s does not follow the beams"),
     Mutant("gret_global_not_reordered", "fairseq_ctx/models/transformer_gret.py",
            'new_out["gret_global"] = [encoder_out["gret_global"][0].index_select(0, new_order)]',
            'new_out["gret_global"] = [encoder_out["gret_global"][0]]', GRET_REORDER,

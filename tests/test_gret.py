@@ -203,25 +203,40 @@ def test_attentive_pooling_and_global_state_shapes():
     torch.testing.assert_close(glob(states, mask)[0], states[-1][2:, 0].mean(0))
 
 
+def _gate_by_hand(gate, r, s):
+    """Eq. 12-13 written out (s first projected where the sizes differ)."""
+    if gate.global_proj is not None:
+        s = s @ gate.global_proj.weight.t()
+    if not gate.gated:
+        return r + s.unsqueeze(1)
+    g = torch.sigmoid(gate.state_gate(r) + (s @ gate.global_gate.weight.t()).unsqueeze(1))
+    return r + g * s.unsqueeze(1)
+
+
 @pytest.mark.unit
-def test_context_gate_caches_global_terms_and_reorders():
+@pytest.mark.parametrize("global_dim,gated,cached", [(8, True, {"ws"}), (6, True, {"s", "ws"}),
+                                                     (8, False, set()), (6, False, {"s"})])
+def test_context_gate_caches_global_terms_and_reorders(global_dim, gated, cached):
+    """Step by step as in one pass, before and after beam search moves the
+    beams; only the per-sentence terms that cost a product are cached (W_s s,
+    and the projected s where the sizes differ): s itself comes in the beams'
+    order from encoder_out at every step, as reorder_encoder_out leaves it.
+    (Caching s as well, or not reordering the cache, fails.)"""
     torch.manual_seed(0)
-    gate = ContextGate(8, 8).eval()
-    r, s = torch.randn(3, 4, 8), torch.randn(3, 8)
+    gate = ContextGate(8, global_dim, gated=gated).eval()
+    r, s = torch.randn(3, 4, 8), torch.randn(3, global_dim)
     full = gate(r, s)
-    expected = r + torch.sigmoid(gate.state_gate(r) + gate.global_gate(s).unsqueeze(1)) * s.unsqueeze(1)
-    torch.testing.assert_close(full, expected)
+    torch.testing.assert_close(full, _gate_by_hand(gate, r, s))
     inc = {}
     steps = [gate(r[:, t:t + 1], s, inc) for t in range(2)]
+    assert set((gate.get_incremental_state(inc, "global") or {}).keys()) == cached
     order = torch.tensor([2, 0, 0])
     gate.reorder_incremental_state(inc, order)
-    # after reordering, the cached global terms follow the beams (s itself is ignored)
-    steps += [gate(r[order, t:t + 1], torch.zeros_like(s), inc) for t in range(2, 4)]
+    steps += [gate(r[order, t:t + 1], s[order], inc) for t in range(2, 4)]
     torch.testing.assert_close(torch.cat(steps[:2], 1), full[:, :2])
     torch.testing.assert_close(torch.cat(steps[2:], 1), full[order, 2:])
-    plain = ContextGate(8, 8, gated=False)
-    assert n_params(plain) == 0
-    torch.testing.assert_close(plain(r, s), r + s.unsqueeze(1))
+    if not gated and global_dim == 8:
+        assert n_params(gate) == 0
 
 
 # ----------------------------------------------------------------- every grid setting, by value

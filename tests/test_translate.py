@@ -8,6 +8,7 @@ The checkpoints are trained one update in this process (fairseq_cli.train's
 own ``main``) to keep the file fast; the reference decodes are
 fairseq_cli.generate's ``main`` on the binarized split, and two runs go
 through the real command lines (fairseq-generate and fairseq-ctx-translate)."""
+import argparse
 import math
 import re
 
@@ -288,7 +289,7 @@ def test_translate_cli_bad_input(corpus, checkpoints, tmp_path):
 
 @pytest.mark.parametrize("flags", [["--replace-unk"], ["--constraints"], ["--lm-path", "lm.pt"], ["--nbest", "2"],
                                    ["--print-alignment"], ["--score-reference"], ["--prefix-size", "1"],
-                                   ["--print-step"], ["--results-path", "out"]],
+                                   ["--print-step"], ["--retain-iter-history"], ["--results-path", "out"]],
                          ids=lambda flags: flags[0])
 def test_translate_cli_refuses_what_it_would_ignore(corpus, checkpoints, tmp_path, flags):
     """Generation flags that fairseq's parser accepts but one translation
@@ -301,6 +302,20 @@ def test_translate_cli_refuses_what_it_would_ignore(corpus, checkpoints, tmp_pat
         translate_main([str(bin_dir), "--path", str(checkpoints["ctxenc"]), "--input", str(tmp_path / "in.txt"),
                         "--no-progress-bar", *GEN, *flags])
 
+
+
+def test_translate_help_names_every_refused_flag():
+    """--help (which imports neither torch nor fairseq) lists the flags the
+    tool refuses: the same as its refusal table, none more, none fewer."""
+    from fairseq.dataclass.configs import CommonEvalConfig, GenerationConfig
+
+    from fairseq_ctx.translate import _ignored_flags, _quick_help
+
+    cfg = argparse.Namespace(generation=GenerationConfig(), common_eval=CommonEvalConfig())
+    refused = [flag for flag, given, _ in _ignored_flags(cfg)]
+    assert not any(given for _, given, _ in _ignored_flags(cfg))  # fairseq's defaults trip none
+    epilog = _quick_help().split("Ten stop in one line")[1].split("example:")[0]
+    assert sorted(re.findall(r"--[a-z-]+", epilog)) == sorted(refused) and len(refused) == 10
 
 # ---------------------------------------------------------------------------
 # no sentence dropped

@@ -13,7 +13,8 @@ Spec: the paper, and the GRET notes of ``docs/ambiguities.md``.
   gate (Eq. 12-13, :class:`fairseq_ctx.modules.gret_context_gate.ContextGate`)
   before the output projection (Eq. 14). Per decoding step this costs one
   d x d product, a sigmoid and a multiply-add: the global state's share of
-  the gate is computed once per sentence and kept in the incremental state.
+  the gate (W_s s) is computed once per sentence and kept in the incremental
+  state; s itself is read from ``encoder_out`` at every step.
 
 Flags: ``--gret-capsules K`` (32), ``--gret-routing-iters r`` (3),
 ``--gret-routing-softmax {capsules,positions}`` (see

@@ -11,15 +11,17 @@ concatenation [r_j; s] (2d x d + d = 0.525M parameters with d = 512), split
 into W_r and W_s. ``W_s s`` does not depend on the step, so it is computed
 once per sentence: once per forward in training, and once per sentence in
 incremental decoding, where it is cached in the incremental state (and
-reordered with the beams). Each decoding step then costs one d x d product,
-a sigmoid and a multiply-add.
+reordered with the beams). s itself is read from ``encoder_out`` at every
+step, which beam search reorders anyway, so it is not cached a second time.
+Each decoding step then costs one d x d product, a sigmoid and a multiply-add.
 
 With ``gated=False`` (the "no gate" ablation of Table 3) this is the plain
 addition ``r_bar_j = r_j + s``.
 
 When the global state's dimension differs from the decoder's output
 dimension a linear map (no bias) first brings s to the decoder's size; with
-equal sizes (all presets) there is none.
+equal sizes (all presets) there is none. The projected s is per sentence too,
+and cached beside ``W_s s``.
 """
 from typing import Dict, Optional
 
@@ -64,23 +66,29 @@ class ContextGate(nn.Module):
         """
         Args:
             states: B x T x C top decoder states r (T = 1 when decoding step by step).
-            global_state: B x C_s global representation s^M of the source.
+            global_state: B x C_s global representation s^M of the source
+                (``encoder_out["gret_global"][0]``, in the beams' order).
             incremental_state: fairseq's incremental state; the per-sentence
-                terms are cached there on the first step.
+                terms that cost a product (W_s s, and s projected to the
+                decoder's size where the sizes differ) are cached there on the
+                first step.
 
         Returns:
             B x T x C fused states r_bar.
         """
         cached = self.get_incremental_state(incremental_state, "global") if incremental_state is not None else None
-        if cached is not None:
-            glob, glob_gate = cached["s"], cached.get("ws")
+        if cached:
+            glob, glob_gate = cached.get("s", global_state), cached.get("ws")
         else:
             glob, glob_gate = self._global_terms(global_state)
             if incremental_state is not None:
-                saved: Dict[str, Optional[Tensor]] = {"s": glob}
+                saved: Dict[str, Optional[Tensor]] = {}
+                if self.global_proj is not None:
+                    saved["s"] = glob
                 if glob_gate is not None:
                     saved["ws"] = glob_gate
-                self.set_incremental_state(incremental_state, "global", saved)
+                if saved:
+                    self.set_incremental_state(incremental_state, "global", saved)
         glob = glob.unsqueeze(1)  # B x 1 x C, broadcast over target positions
         if not self.gated:
             return states + glob
